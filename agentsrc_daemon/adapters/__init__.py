@@ -1,0 +1,33 @@
+"""Adapters: pure functions from one transcript line (already decoded JSON) plus
+per-file state to normalized records. They know nothing of files, SQLite or sockets.
+
+Contract (every adapter module exposes an ``ADAPTER`` object with):
+
+* ``name``: "codex" | "claude-code" | "muse"
+* ``initial_state(source_path) -> dict``: fresh per-file state. It must stay
+  JSON-serializable: the tail-reader stores it beside the file's cursor in the same
+  transaction as the events, so a restart resumes exactly (open turn, pending calls).
+* ``parse(obj, offset, source_path, state) -> list[Record]``: one decoded line (a dict)
+  at byte ``offset`` of ``source_path``. Mutates ``state``. Never raises on odd input:
+  unknown types yield a ``Drift`` record.
+* ``parse_document(obj, source_path) -> list[Record]`` (optional): a whole-file JSON
+  document (Codex legacy ``.json`` rollouts, Muse ``sessions.json``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..events import Record
+
+
+class Adapter(Protocol):
+    name: str
+
+    def initial_state(self, source_path: str) -> dict[str, Any]: ...
+
+    def parse(
+        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    ) -> list[Record]: ...
+
+    def parse_document(self, obj: Any, source_path: str) -> list[Record]: ...

@@ -1,0 +1,93 @@
+"""Small pure helpers shared by the adapters."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+# Tool-input fields that hold file content or patch text: never stored, only their size.
+CONTENT_FIELDS = frozenset(
+    {
+        "content",
+        "old_string",
+        "new_string",
+        "old_text",
+        "new_text",
+        "edits",
+        "new_source",
+        "patch",
+        "input",  # Codex apply_patch custom tool: the raw patch text
+        "chars",  # Codex write_stdin
+    }
+)
+MAX_STORED_STRING = 4096
+
+
+def summarize_input(value: Any) -> Any:
+    """The part of a tool input that is stored: content fields become their size,
+    long strings are cut. The full input still travels (transiently) to derivation
+    and secret scanning."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if k in CONTENT_FIELDS and v is not None and not isinstance(v, bool | int | float):
+                size = len(v) if isinstance(v, str | list | dict) else 0
+                out[k] = {"omitted_chars" if isinstance(v, str) else "omitted_items": size}
+            else:
+                out[k] = summarize_input(v)
+        return out
+    if isinstance(value, list):
+        return [summarize_input(v) for v in value[:200]]
+    if isinstance(value, str) and len(value) > MAX_STORED_STRING:
+        return value[:MAX_STORED_STRING] + f"…[{len(value) - MAX_STORED_STRING} more chars]"
+    return value
+
+
+def normalize_ts(value: Any) -> str | None:
+    """ISO 8601 UTC with a Z suffix. Accepts ISO strings and epoch seconds or milliseconds."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value)
+        if seconds > 1e11:  # milliseconds
+            seconds /= 1000.0
+        try:
+            dt = datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    if isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return None
+        if s.isdigit():
+            return normalize_ts(int(s))
+        if s.endswith("Z"):
+            return s
+        try:
+            dt = datetime.fromisoformat(s)
+        except ValueError:
+            return s
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        dt = dt.astimezone(UTC)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    return None
+
+
+def text_of(content: Any) -> str:
+    """Concatenated text of a message content: a string, or a list of blocks with
+    ``text`` (Claude text blocks, Codex input_text/output_text, Muse parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict):
+                t = block.get("text")
+                if isinstance(t, str):
+                    parts.append(t)
+        return "\n".join(parts)
+    return ""

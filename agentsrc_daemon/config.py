@@ -1,0 +1,215 @@
+"""Where things are: the three agent roots, the data dir, the socket, and the knobs.
+
+Precedence, highest first: command-line flags, environment, the TOML config file,
+defaults derived from $HOME / $XDG_*. The config file is optional; its default place is
+$XDG_CONFIG_HOME/agentsrc/config.toml (AGENTSRC_CONFIG or --config override it).
+
+Example config file::
+
+    [roots]
+    codex = "~/.codex"
+    claude = "~/.claude/projects"
+    muse = "~/agents"
+
+    [daemon]
+    data_dir = "~/.local/share/agentsrc"
+    socket = "/run/user/1000/agentsrc/agentsrc.sock"
+    reconcile_interval = 30
+    max_line_bytes = 67108864
+
+    [scan]
+    enabled = true
+    store_text = true
+    plugins = []          # empty: detect-secrets' defaults
+    user_patterns = { internal_token = "itk_[A-Za-z0-9]{32}" }
+    exclude_paths = ["**/fixtures/**"]
+    exclude_sessions = []
+    sensitive_paths = []  # empty: the built-in list
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+SOCKET_NAME = "agentsrc.sock"
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says why."""
+
+
+@dataclass(slots=True)
+class ScanConfig:
+    enabled: bool = True
+    store_text: bool = True  # False: no prompt or assistant text is stored at all
+    plugins: list[str] = field(default_factory=list)  # detect-secrets plugin class names
+    user_patterns: dict[str, str] = field(default_factory=dict)  # name -> regex
+    exclude_paths: list[str] = field(default_factory=list)  # globs
+    exclude_sessions: list[str] = field(default_factory=list)  # globs over session ids
+    sensitive_paths: list[str] = field(default_factory=list)  # globs; empty: built-in list
+
+
+@dataclass(slots=True)
+class Config:
+    home: Path
+    codex_root: Path
+    claude_root: Path  # the projects/ directory
+    muse_root: Path
+    data_dir: Path
+    socket_path: Path
+    config_file: Path | None = None
+    reconcile_interval: float = 30.0
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    batch_max_events: int = 2000
+    batch_max_delay: float = 0.2  # seconds: commits are at most this far behind
+    scan: ScanConfig = field(default_factory=ScanConfig)
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "agentsrc.db"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.data_dir / "agentsrc.lock"
+
+    def roots(self) -> dict[str, Path]:
+        """Adapter name -> root directory."""
+        return {"codex": self.codex_root, "claude-code": self.claude_root, "muse": self.muse_root}
+
+
+def _expand(value: str | os.PathLike[str], home: Path) -> Path:
+    s = os.fspath(value)
+    if s == "~" or s.startswith("~/"):
+        s = str(home) + s[1:]
+    return Path(os.path.expandvars(s)).absolute()
+
+
+def default_config_file(env: Mapping[str, str], home: Path) -> Path:
+    if env.get("AGENTSRC_CONFIG"):
+        return _expand(env["AGENTSRC_CONFIG"], home)
+    base = env.get("XDG_CONFIG_HOME") or str(home / ".config")
+    return Path(base) / "agentsrc" / "config.toml"
+
+
+def _read_toml(path: Path, explicit: bool) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError(f"config file not found: {path}") from None
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def _scan_config(table: Mapping[str, Any], env: Mapping[str, str]) -> ScanConfig:
+    sc = ScanConfig()
+    if "enabled" in table:
+        sc.enabled = bool(table["enabled"])
+    if "store_text" in table:
+        sc.store_text = bool(table["store_text"])
+    sc.plugins = [str(p) for p in table.get("plugins", [])]
+    sc.user_patterns = {str(k): str(v) for k, v in dict(table.get("user_patterns", {})).items()}
+    sc.exclude_paths = [str(p) for p in table.get("exclude_paths", [])]
+    sc.exclude_sessions = [str(p) for p in table.get("exclude_sessions", [])]
+    sc.sensitive_paths = [str(p) for p in table.get("sensitive_paths", [])]
+    if "AGENTSRC_SCAN" in env:
+        sc.enabled = env["AGENTSRC_SCAN"].strip().lower() not in ("0", "off", "false", "no")
+    if "AGENTSRC_STORE_TEXT" in env:
+        sc.store_text = env["AGENTSRC_STORE_TEXT"].strip().lower() not in ("0", "off", "false")
+    if env.get("AGENTSRC_SCAN_PLUGINS"):
+        sc.plugins = [p.strip() for p in env["AGENTSRC_SCAN_PLUGINS"].split(",") if p.strip()]
+    if env.get("AGENTSRC_SCAN_EXCLUDE_PATHS"):
+        sc.exclude_paths = [p for p in env["AGENTSRC_SCAN_EXCLUDE_PATHS"].split(":") if p]
+    return sc
+
+
+def load_config(
+    *,
+    env: Mapping[str, str] | None = None,
+    config_file: str | Path | None = None,
+    codex_root: str | Path | None = None,
+    claude_root: str | Path | None = None,
+    muse_root: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    socket_path: str | Path | None = None,
+) -> Config:
+    """Resolve the configuration. Keyword arguments are command-line flags (None: unset)."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home()).absolute()
+    explicit_file = config_file is not None or bool(env.get("AGENTSRC_CONFIG"))
+    cfg_path = _expand(config_file, home) if config_file else default_config_file(env, home)
+    doc = _read_toml(cfg_path, explicit_file)
+    roots = dict(doc.get("roots", {}))
+    daemon = dict(doc.get("daemon", {}))
+
+    def pick(flag: str | Path | None, env_name: str | None, file_value: Any, default: Path) -> Path:
+        if flag is not None:
+            return _expand(flag, home)
+        if env_name and env.get(env_name):
+            return _expand(env[env_name], home)
+        if file_value:
+            return _expand(str(file_value), home)
+        return default
+
+    codex_default = _expand(env["CODEX_HOME"], home) if env.get("CODEX_HOME") else home / ".codex"
+    claude_default = (
+        _expand(env["CLAUDE_CONFIG_DIR"], home) / "projects"
+        if env.get("CLAUDE_CONFIG_DIR")
+        else home / ".claude" / "projects"
+    )
+    muse_default = (
+        _expand(env["MUSE_AGENTS_DIR"], home) if env.get("MUSE_AGENTS_DIR") else home / "agents"
+    )
+    data_default = (
+        Path(env.get("XDG_DATA_HOME") or home / ".local" / "share").absolute() / "agentsrc"
+    )
+
+    codex = pick(codex_root, "AGENTSRC_CODEX_ROOT", roots.get("codex"), codex_default)
+    claude = pick(claude_root, "AGENTSRC_CLAUDE_ROOT", roots.get("claude"), claude_default)
+    muse = pick(muse_root, "AGENTSRC_MUSE_ROOT", roots.get("muse"), muse_default)
+    data = pick(data_dir, "AGENTSRC_DATA_DIR", daemon.get("data_dir"), data_default)
+    runtime = env.get("XDG_RUNTIME_DIR")
+    socket_default = (
+        Path(runtime) / "agentsrc" / SOCKET_NAME if runtime else data / SOCKET_NAME
+    )
+    sock = pick(socket_path, "AGENTSRC_SOCKET", daemon.get("socket"), socket_default)
+
+    cfg = Config(
+        home=home,
+        codex_root=codex,
+        claude_root=claude,
+        muse_root=muse,
+        data_dir=data,
+        socket_path=sock,
+        config_file=cfg_path if cfg_path.exists() else None,
+        scan=_scan_config(dict(doc.get("scan", {})), env),
+    )
+    try:
+        if "reconcile_interval" in daemon:
+            cfg.reconcile_interval = float(daemon["reconcile_interval"])
+        if env.get("AGENTSRC_RECONCILE_INTERVAL"):
+            cfg.reconcile_interval = float(env["AGENTSRC_RECONCILE_INTERVAL"])
+        if "max_line_bytes" in daemon:
+            cfg.max_line_bytes = int(daemon["max_line_bytes"])
+        if env.get("AGENTSRC_MAX_LINE_BYTES"):
+            cfg.max_line_bytes = int(env["AGENTSRC_MAX_LINE_BYTES"])
+    except ValueError as exc:
+        raise ConfigError(f"bad number in configuration: {exc}") from None
+    if cfg.reconcile_interval <= 0:
+        raise ConfigError("reconcile_interval must be positive")
+    if cfg.max_line_bytes < 1024:
+        raise ConfigError("max_line_bytes must be at least 1024")
+    if len(os.fsencode(sock)) > 100:
+        raise ConfigError(
+            f"socket path is {len(os.fsencode(sock))} bytes; Unix sockets allow about 104: "
+            "set AGENTSRC_SOCKET or --socket to a shorter path"
+        )
+    return cfg

@@ -1,0 +1,396 @@
+"""The orchestrator: wires watch -> tail -> adapters -> derive -> scan -> store ->
+server, and runs the ingest loop.
+
+The loop is the only writer. It sleeps on the watcher's wake-up event (near-zero CPU
+when nothing changes), wakes for file events, the periodic reconcile scan, root checks
+and service-manager watchdog pings, and commits batches of at most
+``batch_max_events`` events or ``batch_max_delay`` seconds of work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import structlog
+
+from . import __version__, rpc, sources
+from .config import Config, load_config
+from .ingest import Ingestor
+from .notify import Notifier
+from .server import Hub, Server
+from .store import Batch, Reader, Store
+from .watch import DirtySet, Watcher
+
+log = structlog.get_logger("agentsrc.daemon")
+
+ROOT_CHECK_INTERVAL_S = 2.0
+FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
+STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
+
+
+class AlreadyRunning(Exception):
+    pass
+
+
+@dataclass
+class Progress:
+    """Backfill progress since start, for status."""
+
+    started: float = 0.0
+    files_total: int = 0
+    files_done: int = 0
+    bytes_total: int = 0
+    bytes_done: int = 0
+    live_since: float | None = None
+
+    def as_dict(self, pending_bytes: int) -> dict[str, Any]:
+        elapsed = max(1e-6, time.monotonic() - self.started)
+        rate = self.bytes_done / elapsed
+        eta = pending_bytes / rate if rate > 0 and pending_bytes else 0.0
+        return {
+            "files_done": self.files_done,
+            "files_total": self.files_total,
+            "bytes_done": self.bytes_done,
+            "bytes_total": self.bytes_total,
+            "rate_bytes_per_s": round(rate, 1),
+            "eta_s": round(eta, 1),
+        }
+
+
+def ensure_private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.stat().st_uid != os.getuid():
+        raise PermissionError(f"{path} belongs to another user")
+    os.chmod(path, 0o700)
+
+
+class Daemon:
+    def __init__(self, cfg: Config, *, cli_overrides: dict[str, Any] | None = None) -> None:
+        self.cfg = cfg
+        self.cli_overrides = cli_overrides or {}
+        self.stop_event = threading.Event()
+        self.dirty = DirtySet()
+        self.pending: OrderedDict[str, sources.SourceSpec] = OrderedDict()
+        self.progress = Progress()
+        self.notifier = Notifier.from_env()
+        self.hub = Hub()
+        self.started_at = time.time()
+        self._lock_fd: int | None = None
+        self._reload = threading.Event()
+        self.store: Store | None = None
+        self.server: Server | None = None
+        self.watcher: Watcher | None = None
+        self.ingestor: Ingestor | None = None
+        self._initial_done = False
+        self._last_commit_ids = 0
+        self.scan_state: dict[str, Any] = {"enabled": False}
+
+    # ---- start-up ----------------------------------------------------------------
+
+    def acquire_lock(self) -> None:
+        ensure_private_dir(self.cfg.data_dir)
+        fd = os.open(self.cfg.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise AlreadyRunning(
+                f"another agentsrc daemon (pid {other or '?'}) is running on {self.cfg.data_dir}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def _build_ingestor(self) -> Ingestor:
+        from .wiring import build_stages
+
+        derive, scan, project_root_for, scan_state = build_stages(self.cfg)
+        self.scan_state = scan_state
+        return Ingestor(
+            max_line_bytes=self.cfg.max_line_bytes,
+            derive=derive,
+            scan=scan,
+            project_root_for=project_root_for,
+        )
+
+    def start(self) -> None:
+        self.acquire_lock()
+        self.store = Store(self.cfg.db_path)
+        self.ingestor = self._build_ingestor()
+        self.ingestor.cursors = self.store.load_cursors()
+        self.server = Server(
+            self.cfg.socket_path,
+            self.cfg.db_path,
+            rpc.build_methods(self.status, self._extra_methods()),
+            self.hub,
+            rpc.subscribe_backlog,
+        )
+        self.server.start()
+        self.watcher = Watcher(self.cfg.roots(), self.dirty)
+        self.watcher.start(on_root_appeared=self._scan_root)
+        self.progress.started = time.monotonic()
+        log.info(
+            "started",
+            version=__version__,
+            pid=os.getpid(),
+            data_dir=str(self.cfg.data_dir),
+            socket=str(self.cfg.socket_path),
+            roots={k: str(v) for k, v in self.cfg.roots().items()},
+            watch_modes=self.watcher.modes,
+            scan=self.scan_state.get("enabled"),
+        )
+        if not self.scan_state.get("enabled"):
+            log.warning("secret_scanning_off", detail="content is not scanned for secrets")
+
+    def _extra_methods(self) -> dict[str, rpc.Handler]:
+        from .wiring import extra_methods
+
+        return extra_methods(self.cfg)
+
+    # ---- reconcile ---------------------------------------------------------------
+
+    def reconcile(self) -> int:
+        """Stat every source under every root; queue those with news. Also queue known
+        files that are no longer found, so they are marked gone."""
+        assert self.ingestor is not None
+        roots = self.cfg.roots()
+        seen: set[str] = set()
+        queued = 0
+        for root in roots.values():
+            if not root.is_dir():
+                continue
+            for spec, st in sources.walk_sources(root, roots):
+                seen.add(spec.path)
+                if self.ingestor.needs_read(spec, st) and spec.path not in self.pending:
+                    self.pending[spec.path] = spec
+                    queued += 1
+                    if not self._initial_done:
+                        self.progress.files_total += 1
+                        if spec.mode == sources.JSONL:
+                            c = self.ingestor.cursors.get(spec.path)
+                            done = c.offset if c and c.ino == st.st_ino else 0
+                            self.progress.bytes_total += max(0, st.st_size - done)
+        for path, cursor in self.ingestor.cursors.items():
+            if path not in seen and cursor.gone_at is None and path not in self.pending:
+                gone_spec = sources.classify(path, roots)
+                if gone_spec is not None:
+                    self.pending[path] = gone_spec
+                    queued += 1
+        return queued
+
+    def _scan_root(self, root: Path) -> None:
+        self._scan_dir(str(root))
+
+    def _scan_dir(self, directory: str) -> None:
+        assert self.ingestor is not None
+        roots = self.cfg.roots()
+        for spec, st in sources.walk_sources(Path(directory), roots):
+            if self.ingestor.needs_read(spec, st):
+                self.pending.setdefault(spec.path, spec)
+
+    # ---- the loop ------------------------------------------------------------------
+
+    def run(self) -> int:
+        try:
+            self.start()
+        except AlreadyRunning as exc:
+            log.error("already_running", detail=str(exc))
+            raise
+        self._install_signals()
+        try:
+            self.reconcile()
+            self.notifier.ready(status="catching up" if self.pending else "live")
+            self._loop()
+        finally:
+            self.shutdown()
+        return 0
+
+    def _install_signals(self) -> None:
+        def on_term(signum: int, frame: FrameType | None) -> None:
+            self.stop_event.set()
+            self.dirty.wakeup.set()
+
+        def on_hup(signum: int, frame: FrameType | None) -> None:
+            self._reload.set()
+            self.dirty.wakeup.set()
+
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGINT, on_term)
+        signal.signal(signal.SIGHUP, on_hup)
+
+    def _loop(self) -> None:
+        assert self.watcher is not None
+        next_reconcile = time.monotonic() + self.cfg.reconcile_interval
+        next_root_check = time.monotonic() + ROOT_CHECK_INTERVAL_S
+        last_status = 0.0
+        while not self.stop_event.is_set():
+            self._stall_hook()
+            self.notifier.watchdog_if_due()
+            now = time.monotonic()
+            if self._reload.is_set():
+                self._reload.clear()
+                self.reload()
+            if now >= next_root_check:
+                self.watcher.check_roots()
+                next_root_check = now + ROOT_CHECK_INTERVAL_S
+            if now >= next_reconcile:
+                self.reconcile()
+                next_reconcile = time.monotonic() + self.cfg.reconcile_interval
+            paths, dirs = self.dirty.take()
+            for d in dirs:
+                self._scan_dir(d)
+            if paths:
+                roots = self.cfg.roots()
+                for p in paths:
+                    spec = sources.classify(p, roots)
+                    if spec is not None:
+                        self.pending.setdefault(p, spec)
+            if self.pending:
+                self._work()
+                if time.monotonic() - last_status > 2.0:
+                    last_status = time.monotonic()
+                    self.notifier.status(self._status_line())
+                continue
+            if not self._initial_done:
+                self._initial_done = True
+                self.progress.live_since = time.time()
+                log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
+                self.notifier.status(self._status_line())
+            timeout = min(next_reconcile, next_root_check) - time.monotonic()
+            if self.notifier.watchdog_every:
+                timeout = min(timeout, self.notifier.watchdog_every)
+            self.dirty.wakeup.wait(max(0.0, timeout))
+
+    def _stall_hook(self) -> None:
+        stall = os.environ.get(STALL_HOOK_ENV)
+        while stall and os.path.exists(stall) and not self.stop_event.is_set():
+            time.sleep(0.05)
+
+    def _work(self) -> None:
+        """One round over the pending files, committing as batches fill up."""
+        assert self.ingestor is not None
+        batch = Batch()
+        deadline = time.monotonic() + self.cfg.batch_max_delay
+        for path in list(self.pending):
+            if self.stop_event.is_set():
+                break
+            spec = self.pending[path]
+            rnd = self.ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
+            self.progress.bytes_done += rnd.bytes
+            if not rnd.more:
+                self.pending.pop(path, None)
+                if not self._initial_done:
+                    self.progress.files_done += 1
+            if rnd.gone:
+                log.info("source_gone", path=path)
+            if len(batch.events) >= self.cfg.batch_max_events or time.monotonic() >= deadline:
+                self._commit(batch)
+                batch = Batch()
+                deadline = time.monotonic() + self.cfg.batch_max_delay
+                self.notifier.watchdog_if_due()
+                if self.dirty:
+                    break  # let fresh appends in live files jump the backfill queue
+        self._commit(batch)
+
+    def _commit(self, batch: Batch) -> None:
+        if batch.empty():
+            return
+        assert self.store is not None
+        inserted = self.store.commit(batch)
+        self.hub.publish(inserted)
+
+    # ---- status --------------------------------------------------------------------
+
+    def state(self) -> str:
+        return "live" if self._initial_done and not self.pending else "catching_up"
+
+    def status(self, reader: Reader) -> dict[str, Any]:
+        assert self.ingestor is not None
+        counts = reader.counts()
+        pending_bytes = self.ingestor.pending_bytes()
+        return {
+            "state": self.state(),
+            "version": __version__,
+            "pid": os.getpid(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
+            "files": counts["files"],
+            "files_gone": counts["files_gone"],
+            "sessions": counts["sessions"],
+            "events": counts["events"],
+            "pending_bytes": pending_bytes,
+            "pending_files": len(self.pending),
+            "progress": self.progress.as_dict(pending_bytes),
+            "skipped": reader.skipped_totals(),
+            "drift": reader.drift(),
+            "subscribers": self.hub.count(),
+            "roots": {
+                agent: {
+                    "path": str(path),
+                    "watch": (self.watcher.modes.get(str(path), "missing") if self.watcher else None),
+                }
+                for agent, path in self.cfg.roots().items()
+            },
+            "data_dir": str(self.cfg.data_dir),
+            "socket": str(self.cfg.socket_path),
+            "scan": self.scan_state,
+        }
+
+    def _status_line(self) -> str:
+        assert self.ingestor is not None
+        p = self.progress
+        if self.state() == "live":
+            return f"live: {p.files_done} files ingested"
+        return (
+            f"catching up: {p.files_done}/{p.files_total} files, "
+            f"{p.bytes_done // (1 << 20)}/{p.bytes_total // (1 << 20)} MiB"
+        )
+
+    # ---- reload and shutdown -----------------------------------------------------------
+
+    def reload(self) -> None:
+        self.notifier.reloading(status="reloading configuration")
+        try:
+            new = load_config(**self.cli_overrides)
+        except Exception as exc:
+            log.error("reload_failed", error=str(exc))
+            self.notifier.ready(status=self._status_line())
+            return
+        restart_needed = [
+            name
+            for name in ("data_dir", "socket_path", "codex_root", "claude_root", "muse_root")
+            if getattr(new, name) != getattr(self.cfg, name)
+        ]
+        self.cfg.reconcile_interval = new.reconcile_interval
+        self.cfg.max_line_bytes = new.max_line_bytes
+        self.cfg.scan = new.scan
+        if self.ingestor is not None:
+            new_ingestor = self._build_ingestor()
+            new_ingestor.cursors = self.ingestor.cursors
+            self.ingestor = new_ingestor
+        log.info("reloaded", restart_needed_for=restart_needed)
+        self.notifier.ready(status=self._status_line())
+
+    def shutdown(self) -> None:
+        self.notifier.stopping(status="stopping")
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.server is not None:
+            self.server.stop()
+        if self.store is not None:
+            self.store.close()
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+            self._lock_fd = None
+        log.info("stopped")

@@ -1,0 +1,287 @@
+"""Ingest of one source file: tail -> adapter -> derive -> scan -> a Batch for the store.
+
+This is the glue between the pure stages (adapters, derivation, scanning) and the
+tail-reader. It holds the in-memory cursors; the daemon commits each Batch (events and
+the cursors that cover them) in one transaction.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+import structlog
+
+from . import sources, tail
+from .adapters import Adapter
+from .events import Drift, Event, SessionFacts, TurnFacts
+from .store import Batch, Cursor, DocumentFacts
+
+log = structlog.get_logger("agentsrc.ingest")
+
+ADAPTER_MODULES = {
+    "codex": "agentsrc_daemon.adapters.codex",
+    "claude-code": "agentsrc_daemon.adapters.claude",
+    "muse": "agentsrc_daemon.adapters.muse",
+}
+
+ADAPTER_ERROR = "adapter_error"
+
+
+def load_adapter(name: str) -> Adapter:
+    module = importlib.import_module(ADAPTER_MODULES[name])
+    return module.ADAPTER  # type: ignore[no-any-return]
+
+
+class DeriveStage(Protocol):
+    def __call__(self, event: Event) -> list[Event]: ...
+
+
+class ScanStage(Protocol):
+    def process(self, events: list[Event]) -> list[Event]:
+        """Scan the events' contents, redact their stored text in place, and return the
+        extra events (secrets, sensitive reads) to store beside them."""
+        ...
+
+
+@dataclass(slots=True)
+class FileRound:
+    """What one pass over one file produced (for logs and progress)."""
+
+    path: str
+    bytes: int = 0
+    events: int = 0
+    reset: str | None = None
+    more: bool = False
+    gone: bool = False
+
+
+@dataclass
+class Ingestor:
+    max_line_bytes: int
+    derive: DeriveStage | None = None
+    scan: ScanStage | None = None
+    project_root_for: Callable[[str], str] | None = None
+    cursors: dict[str, Cursor] = field(default_factory=dict)
+    _adapters: dict[str, Adapter] = field(default_factory=dict)
+
+    def adapter(self, name: str) -> Adapter:
+        a = self._adapters.get(name)
+        if a is None:
+            a = self._adapters[name] = load_adapter(name)
+        return a
+
+    def cursor_for(self, spec: sources.SourceSpec) -> Cursor:
+        c = self.cursors.get(spec.path)
+        if c is None:
+            c = self.cursors[spec.path] = Cursor(spec.path, spec.adapter, spec.mode)
+        return c
+
+    def needs_read(self, spec: sources.SourceSpec, st: os.stat_result) -> bool:
+        """Cheap check from a stat (reconcile scans): does this file have news?"""
+        c = self.cursors.get(spec.path)
+        if c is None or c.gone_at is not None:
+            return True
+        if (st.st_dev, st.st_ino) != (c.dev, c.ino):
+            return True
+        if spec.mode == sources.JSONL:
+            return st.st_size != c.offset or st.st_mtime_ns != c.mtime_ns
+        return st.st_size != c.size or st.st_mtime_ns != c.mtime_ns
+
+    def pending_bytes(self) -> int:
+        return sum(
+            max(0, (c.size or 0) - c.offset)
+            for c in self.cursors.values()
+            if c.mode == sources.JSONL and c.gone_at is None
+        )
+
+    # ---- one file ----------------------------------------------------------------
+
+    def ingest(self, spec: sources.SourceSpec, batch: Batch, budget_bytes: int) -> FileRound:
+        cursor = self.cursor_for(spec)
+        if spec.mode == sources.JSONL:
+            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes)
+        elif spec.mode == sources.DOCUMENT:
+            rnd = self._ingest_document(spec, cursor, batch)
+        else:
+            rnd = self._ingest_memory(spec, cursor, batch)
+        if rnd.gone:
+            if cursor.gone_at is None and cursor.source_id is not None:
+                from .store import _now
+
+                cursor.gone_at = _now()
+                batch.cursors[spec.path] = cursor
+                if spec.mode == sources.MEMORY:
+                    batch.gone_documents.append(spec.path)
+        elif cursor.gone_at is not None:
+            cursor.gone_at = None
+            batch.cursors[spec.path] = cursor
+        return rnd
+
+    def _ingest_jsonl(
+        self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch, budget: int
+    ) -> FileRound:
+        adapter = self.adapter(spec.adapter)
+        rnd = FileRound(spec.path)
+        start_offset = cursor.offset
+        produced: list[Event] = []
+        sessions_seen: set[str] = set()
+
+        def on_line(line: tail.Line) -> None:
+            if cursor.state is None:
+                cursor.state = adapter.initial_state(spec.path)
+            try:
+                records = adapter.parse(line.obj, line.offset, spec.path, cursor.state)
+            except Exception as exc:  # an adapter bug must not stop ingest: count it
+                cursor.skipped[ADAPTER_ERROR] = cursor.skipped.get(ADAPTER_ERROR, 0) + 1
+                log.warning(
+                    "adapter_error",
+                    path=spec.path,
+                    offset=line.offset,
+                    error=type(exc).__name__,
+                )
+                return
+            prefix = f"{spec.path}@{line.offset}."
+            for rec in records:
+                self._route(rec, spec.path, prefix, line.crc, produced, sessions_seen, batch)
+
+        result = tail.read_new_lines(
+            spec.path,
+            cursor,
+            on_line,
+            budget_bytes=budget,
+            max_line_bytes=self.max_line_bytes,
+        )
+        rnd.reset = result.reset
+        rnd.more = result.more
+        rnd.gone = result.gone
+        if result.reset:
+            log.info("source_reset", path=spec.path, reason=result.reset)
+        rnd.bytes = max(0, cursor.offset - (0 if result.reset else start_offset))
+        self._finish(produced, sessions_seen, spec.path, batch)
+        rnd.events = len(produced)
+        if result.changed or produced or cursor.source_id is None:
+            batch.cursors[spec.path] = cursor
+        elif not result.gone:
+            batch.cursors.setdefault(spec.path, cursor)
+        return rnd
+
+    def _route(
+        self,
+        rec: Any,
+        path: str,
+        prefix: str,
+        crc: int,
+        produced: list[Event],
+        sessions_seen: set[str],
+        batch: Batch,
+    ) -> None:
+        if isinstance(rec, Event):
+            if rec.key.startswith(prefix):
+                # Offset keys also carry the line's checksum, so a file rewritten with
+                # different content at the same offsets is not mistaken for a duplicate.
+                rec.key = f"{rec.key}#{crc:08x}"
+            produced.append(rec)
+            sessions_seen.add(rec.session_id)
+            if self.derive is not None:
+                produced.extend(self.derive(rec))
+        elif isinstance(rec, SessionFacts):
+            batch.sessions.append(rec)
+            sessions_seen.add(rec.session_id)
+            if rec.cwd and self.project_root_for is not None:
+                batch.project_roots.setdefault(rec.session_id, self.project_root_for(rec.cwd))
+        elif isinstance(rec, TurnFacts):
+            batch.turns.append(rec)
+        elif isinstance(rec, Drift):
+            batch.drift.append(rec)
+
+    def _finish(
+        self, produced: list[Event], sessions_seen: set[str], path: str, batch: Batch
+    ) -> None:
+        if produced and self.scan is not None:
+            produced.extend(self.scan.process(produced))
+        batch.events.extend(produced)
+        for sid in sessions_seen:
+            # Make sure a session row exists even when a file yields events before facts.
+            batch.session_sources.add((sid, path))
+
+    def _ingest_document(
+        self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch
+    ) -> FileRound:
+        rnd = FileRound(spec.path)
+        data, st = tail.read_document(spec.path, self.max_line_bytes)
+        if st is None:
+            rnd.gone = True
+            return rnd
+        cursor.dev, cursor.ino, cursor.size, cursor.mtime_ns = (
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+        )
+        batch.cursors[spec.path] = cursor
+        if data is None:
+            cursor.skipped[tail.OVERSIZE] = cursor.skipped.get(tail.OVERSIZE, 0) + 1
+            return rnd
+        digest = tail._hash(data)
+        if digest == cursor.head_hash:
+            return rnd
+        cursor.head_hash = digest
+        cursor.head_len = 0  # documents are identified by their whole hash
+        cursor.offset = len(data)
+        rnd.bytes = len(data)
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            # A document caught mid-write: it will change again and be re-read.
+            cursor.skipped[tail.MALFORMED] = cursor.skipped.get(tail.MALFORMED, 0) + 1
+            cursor.head_hash = None
+            return rnd
+        adapter = self.adapter(spec.adapter)
+        parse_document = getattr(adapter, "parse_document", None)
+        if parse_document is None:
+            return rnd
+        try:
+            records = parse_document(obj, spec.path)
+        except Exception as exc:
+            cursor.skipped[ADAPTER_ERROR] = cursor.skipped.get(ADAPTER_ERROR, 0) + 1
+            log.warning("adapter_error", path=spec.path, error=type(exc).__name__)
+            return rnd
+        produced: list[Event] = []
+        sessions_seen: set[str] = set()
+        for rec in records:
+            self._route(rec, spec.path, "\0", 0, produced, sessions_seen, batch)
+        self._finish(produced, sessions_seen, spec.path, batch)
+        rnd.events = len(produced)
+        return rnd
+
+    def _ingest_memory(self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch) -> FileRound:
+        rnd = FileRound(spec.path)
+        facts = tail.hash_file(spec.path)
+        if facts is None:
+            rnd.gone = True
+            return rnd
+        size, sha, mtime_ns = facts
+        try:
+            st = os.stat(spec.path)
+            cursor.dev, cursor.ino = st.st_dev, st.st_ino
+        except OSError:
+            pass
+        cursor.size, cursor.mtime_ns, cursor.offset = size, mtime_ns, size
+        batch.cursors[spec.path] = cursor
+        batch.documents.append(
+            DocumentFacts(
+                path=spec.path,
+                agent=spec.adapter,
+                project=sources.project_of_memory(spec),
+                size=size,
+                sha256=sha,
+                mtime_ns=mtime_ns,
+            )
+        )
+        rnd.bytes = size
+        return rnd

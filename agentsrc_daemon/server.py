@@ -1,0 +1,378 @@
+"""The socket server: JSON-RPC 2.0 over a Unix socket, one JSON object per line.
+
+Transport only: method handlers live in rpc.py. Each connection gets a thread and its
+own read-only database connection. ``subscribe`` turns a connection into a stream of
+``event`` notifications; a subscriber that cannot keep up is dropped with a notice
+(its queue is bounded), so a slow client never stalls ingest.
+
+Only the daemon's own user may connect: the socket is 0600 in a 0700 directory, and
+on Linux the peer's uid is checked with SO_PEERCRED.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import socket
+import stat
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import structlog
+
+from .store import Reader
+
+log = structlog.get_logger("agentsrc.server")
+
+MAX_REQUEST_BYTES = 1 << 20
+SUBSCRIBER_QUEUE = 10_000  # events buffered per subscriber before it is dropped
+SEND_TIMEOUT_S = 10.0
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class Subscriber:
+    def __init__(self, filters: dict[str, Any]) -> None:
+        self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue(SUBSCRIBER_QUEUE)
+        self.filters = filters
+        self.dropped = False
+
+    def wants(self, ev: dict[str, Any]) -> bool:
+        kinds = self.filters.get("kinds")
+        if kinds and ev.get("kind") not in kinds:
+            return False
+        sid = self.filters.get("session_id")
+        return not (sid and ev.get("session_id") != sid)
+
+
+class Hub:
+    """Fan-out of newly committed events to subscribers. ``publish`` never blocks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._subs: set[Subscriber] = set()
+
+    def add(self, sub: Subscriber) -> None:
+        with self._lock:
+            self._subs.add(sub)
+
+    def remove(self, sub: Subscriber) -> None:
+        with self._lock:
+            self._subs.discard(sub)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._subs)
+
+    def publish(self, events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        with self._lock:
+            subs = list(self._subs)
+        for sub in subs:
+            if sub.dropped:
+                continue
+            for ev in events:
+                if not sub.wants(ev):
+                    continue
+                try:
+                    sub.queue.put_nowait(ev)
+                except queue.Full:
+                    sub.dropped = True
+                    with contextlib.suppress(queue.Full):
+                        sub.queue.put_nowait(None)
+                    break
+
+
+Handler = Callable[[Reader, dict[str, Any]], Any]
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The connecting process's uid (Linux SO_PEERCRED); None where unsupported."""
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is None:
+        return None
+    creds = conn.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+def prepare_socket_dir(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = path.parent.stat()
+    if st.st_uid != os.getuid():
+        raise PermissionError(f"socket directory {path.parent} belongs to another user")
+    os.chmod(path.parent, 0o700)
+
+
+class Server:
+    def __init__(
+        self,
+        socket_path: Path,
+        db_path: Path,
+        methods: dict[str, Handler],
+        hub: Hub,
+        subscribe_backlog: Callable[[Reader, int, dict[str, Any], int], list[dict[str, Any]]],
+    ) -> None:
+        self.socket_path = socket_path
+        self.db_path = db_path
+        self.methods = methods
+        self.hub = hub
+        self.subscribe_backlog = subscribe_backlog
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._conns: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    # ---- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        prepare_socket_dir(self.socket_path)
+        # The caller holds the data-dir lock, so a socket file here is a stale one
+        # left by a crash: replace it.
+        with contextlib.suppress(FileNotFoundError):
+            st = os.lstat(self.socket_path)
+            if stat.S_ISSOCK(st.st_mode) or st.st_size == 0:
+                os.unlink(self.socket_path)
+            else:
+                raise FileExistsError(f"{self.socket_path} exists and is not a socket")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(str(self.socket_path))
+        finally:
+            os.umask(old)
+        os.chmod(self.socket_path, 0o600)
+        sock.listen(64)
+        self._sock = sock
+        self._thread = threading.Thread(target=self._accept_loop, name="rpc-accept", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+            self._sock.close()
+        with self._lock:
+            conns = list(self._conns)
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.socket_path)
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def _accept_loop(self) -> None:
+        assert self._sock is not None
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                if self._stopping.is_set():
+                    return
+                continue
+            uid = peer_uid(conn)
+            if uid is not None and uid != os.getuid():
+                log.warning("peer_rejected", peer_uid=uid)
+                with contextlib.suppress(OSError):
+                    conn.sendall(_error_line(None, INVALID_REQUEST, "permission denied"))
+                conn.close()
+                continue
+            with self._lock:
+                self._conns.add(conn)
+            threading.Thread(
+                target=self._serve_conn, args=(conn,), name="rpc-conn", daemon=True
+            ).start()
+
+    # ---- a connection --------------------------------------------------------------
+
+    def _serve_conn(self, conn: socket.socket) -> None:
+        reader: Reader | None = None
+        try:
+            reader = Reader(self.db_path)
+            buf = bytearray()
+            discarding = False
+            while not self._stopping.is_set():
+                try:
+                    chunk = conn.recv(65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                buf += chunk
+                while True:
+                    nl = buf.find(b"\n")
+                    if nl < 0:
+                        if len(buf) > MAX_REQUEST_BYTES:
+                            if not discarding:
+                                conn.sendall(
+                                    _error_line(None, INVALID_REQUEST, "request over 1 MiB")
+                                )
+                                log.warning("request_too_large")
+                            discarding = True
+                            buf.clear()
+                        break
+                    line = bytes(buf[:nl])
+                    del buf[: nl + 1]
+                    if discarding:
+                        discarding = False  # the tail of the over-long request
+                        continue
+                    if len(line) > MAX_REQUEST_BYTES:
+                        conn.sendall(_error_line(None, INVALID_REQUEST, "request over 1 MiB"))
+                        continue
+                    if not line.strip():
+                        continue
+                    if self._handle_line(conn, reader, line):
+                        return  # the connection became a subscription and ended
+        except Exception as exc:  # never let one client take the server down
+            log.warning("connection_error", error=type(exc).__name__)
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+            with contextlib.suppress(OSError):
+                conn.close()
+            if reader is not None:
+                reader.close()
+
+    def _handle_line(self, conn: socket.socket, reader: Reader, line: bytes) -> bool:
+        try:
+            req = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            conn.sendall(_error_line(None, PARSE_ERROR, "parse error: not valid JSON"))
+            return False
+        if not isinstance(req, dict) or req.get("jsonrpc") != "2.0" or not isinstance(
+            req.get("method"), str
+        ):
+            rid = req.get("id") if isinstance(req, dict) else None
+            conn.sendall(
+                _error_line(rid, INVALID_REQUEST, "invalid request: need jsonrpc '2.0' and method")
+            )
+            return False
+        rid = req.get("id")
+        method = req["method"]
+        params = req.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            conn.sendall(_error_line(rid, INVALID_PARAMS, "params must be an object"))
+            return False
+        if method == "subscribe":
+            self._subscribe(conn, reader, rid, params)
+            return True
+        handler = self.methods.get(method)
+        if handler is None:
+            conn.sendall(_error_line(rid, METHOD_NOT_FOUND, f"method not found: {method}"))
+            return False
+        try:
+            result = handler(reader, params)
+        except RpcError as exc:
+            conn.sendall(_error_line(rid, exc.code, exc.message, exc.data))
+            return False
+        except Exception as exc:
+            log.error("method_failed", method=method, error=type(exc).__name__, detail=str(exc))
+            conn.sendall(_error_line(rid, INTERNAL_ERROR, f"internal error: {type(exc).__name__}"))
+            return False
+        if rid is not None:
+            conn.sendall(_result_line(rid, result))
+        return False
+
+    def _subscribe(
+        self, conn: socket.socket, reader: Reader, rid: Any, params: dict[str, Any]
+    ) -> None:
+        """Stream events. Registration happens before the backlog query, and events are
+        de-duplicated by id, so resuming with since_id leaves no gap."""
+        since = params.get("since_id")
+        kinds = params.get("kinds")
+        if since is not None and (not isinstance(since, int) or isinstance(since, bool)):
+            conn.sendall(_error_line(rid, INVALID_PARAMS, "since_id must be an integer"))
+            return
+        if kinds is not None and (
+            not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds)
+        ):
+            conn.sendall(_error_line(rid, INVALID_PARAMS, "kinds must be a list of strings"))
+            return
+        sub = Subscriber({"kinds": kinds, "session_id": params.get("session_id")})
+        self.hub.add(sub)
+        conn.settimeout(SEND_TIMEOUT_S)
+        try:
+            last = 0
+            counts = reader.counts()
+            head = counts["events"]
+            conn.sendall(_result_line(rid, {"subscribed": True, "last_id": head}))
+            if since is not None:
+                last = since
+                while True:
+                    page = self.subscribe_backlog(reader, last, sub.filters, 1000)
+                    for ev in page:
+                        conn.sendall(_notification("event", ev))
+                        last = ev["id"]
+                    if len(page) < 1000:
+                        break
+            else:
+                last = head
+            while not self._stopping.is_set():
+                try:
+                    item = sub.queue.get(timeout=1.0)
+                except queue.Empty:
+                    continue
+                if item is None:
+                    conn.sendall(
+                        _notification(
+                            "dropped",
+                            {
+                                "reason": "subscriber too slow: queue full",
+                                "last_id": last,
+                                "resume": "subscribe again with since_id=last_id",
+                            },
+                        )
+                    )
+                    log.warning("subscriber_dropped", last_id=last)
+                    return
+                if item["id"] <= last:
+                    continue
+                conn.sendall(_notification("event", item))
+                last = item["id"]
+        except OSError:
+            return
+        finally:
+            self.hub.remove(sub)
+
+
+def _result_line(rid: Any, result: Any) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": result}, default=str) + b"\n"
+
+
+def _error_line(rid: Any, code: int, message: str, data: Any = None) -> bytes:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": err}) + b"\n"
+
+
+def _notification(method: str, params: Any) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "method": method, "params": params}, default=str) + b"\n"
+
+
+if sys.platform == "win32":  # pragma: no cover
+    raise ImportError("agentsrc needs Unix sockets")

@@ -1,0 +1,837 @@
+"""The event store: SQLite (apsw) in WAL mode. All SQL of the project lives here.
+
+The store knows nothing of agent formats. It is given ``Batch`` objects (normalized
+records plus the cursors of the files they came from) and commits each in ONE
+transaction, so a file's offset never runs ahead of, or behind, its events: a crash at
+any instant loses nothing and duplicates nothing. Event keys are hashed into a UNIQUE
+column and inserted with ``INSERT OR IGNORE``, so re-reading a file is idempotent.
+
+One writer (the ingest loop) and any number of readers (socket handlers), each with its
+own connection. Reads are short so checkpoints are never starved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+
+from .events import (
+    COMPACTION,
+    ERROR,
+    MESSAGE,
+    PROMPT,
+    TOOL_CALL,
+    USAGE,
+    Drift,
+    Event,
+    SessionFacts,
+    TurnFacts,
+)
+
+SCHEMA_VERSION = 2
+BUSY_TIMEOUT_MS = 5000
+
+# Each entry migrates the schema from version i to i+1. Never edit a released entry:
+# append a new one.
+MIGRATIONS: list[str] = [
+    # 0 -> 1: the core tables
+    """
+    CREATE TABLE sources (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,
+        adapter TEXT NOT NULL,
+        mode TEXT NOT NULL,              -- jsonl | document | memory
+        dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
+        offset INTEGER NOT NULL DEFAULT 0,   -- bytes consumed (always at a line boundary)
+        head_len INTEGER NOT NULL DEFAULT 0, -- bytes covered by head_hash
+        head_hash BLOB,                      -- hash of the first head_len bytes
+        skipping INTEGER NOT NULL DEFAULT 0, -- inside an over-long line, skipping to its end
+        state BLOB,                          -- adapter state (JSON), same transaction as events
+        generation INTEGER NOT NULL DEFAULT 0,  -- times the file was re-read from 0
+        lines INTEGER NOT NULL DEFAULT 0,
+        skipped TEXT NOT NULL DEFAULT '{}',  -- counters of skipped lines by reason (JSON)
+        gone_at TEXT,                        -- set when the file disappeared
+        first_seen TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        updated_at TEXT
+    );
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        native_id TEXT NOT NULL,
+        cwd TEXT, model TEXT, started_at TEXT, last_event_at TEXT, title TEXT,
+        version TEXT, originator TEXT, source TEXT, model_provider TEXT,
+        parent_session_id TEXT, home TEXT,
+        prompts INTEGER NOT NULL DEFAULT 0,
+        messages INTEGER NOT NULL DEFAULT 0,
+        tool_calls INTEGER NOT NULL DEFAULT 0,
+        compactions INTEGER NOT NULL DEFAULT 0,
+        errors INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+        total_tokens INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_last ON sessions(last_event_at);
+    CREATE TABLE session_sources (
+        session_id TEXT NOT NULL,
+        source_id INTEGER NOT NULL,
+        PRIMARY KEY (session_id, source_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_subagents (
+        session_id TEXT NOT NULL,
+        subagent_id TEXT NOT NULL,
+        PRIMARY KEY (session_id, subagent_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE turns (
+        session_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        started_at TEXT, ended_at TEXT, status TEXT, cwd TEXT, model TEXT,
+        PRIMARY KEY (session_id, turn_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key_hash BLOB NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        ts TEXT,
+        turn_id TEXT,
+        tool TEXT,
+        call_id TEXT,
+        subagent_id TEXT,
+        adapter TEXT NOT NULL,
+        source_id INTEGER NOT NULL,
+        offset INTEGER NOT NULL,
+        path TEXT,          -- read/edit/secret events: the absolute file path
+        data BLOB NOT NULL  -- JSON
+    );
+    CREATE INDEX events_session ON events(session_id, id);
+    CREATE INDEX events_kind ON events(kind, id);
+    CREATE INDEX events_path ON events(path) WHERE path IS NOT NULL;
+    CREATE INDEX events_call ON events(call_id) WHERE call_id IS NOT NULL;
+    CREATE TABLE documents (
+        path TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        project TEXT,
+        size INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        mtime_ns INTEGER,
+        gone_at TEXT,
+        updated_at TEXT
+    );
+    CREATE TABLE drift (
+        adapter TEXT NOT NULL,
+        version TEXT NOT NULL,
+        record_type TEXT NOT NULL,
+        count INTEGER NOT NULL DEFAULT 0,
+        first_seen TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        last_seen TEXT,
+        PRIMARY KEY (adapter, version, record_type)
+    ) WITHOUT ROWID;
+    """,
+    # 1 -> 2: project scoping for path queries
+    """
+    ALTER TABLE sessions ADD COLUMN project_root TEXT;
+    CREATE INDEX events_session_kind ON events(session_id, kind, id);
+    """,
+]
+
+SESSION_FACT_FIELDS = (
+    "cwd",
+    "model",
+    "started_at",
+    "last_event_at",
+    "title",
+    "version",
+    "originator",
+    "source",
+    "model_provider",
+    "parent_session_id",
+    "home",
+)
+
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+)
+
+
+def key_hash(key: str) -> bytes:
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass(slots=True)
+class Cursor:
+    """Where the tail-reader is in one file. Persisted in ``sources``."""
+
+    path: str
+    adapter: str
+    mode: str
+    source_id: int | None = None
+    dev: int | None = None
+    ino: int | None = None
+    size: int | None = None
+    mtime_ns: int | None = None
+    offset: int = 0
+    head_len: int = 0
+    head_hash: bytes | None = None
+    skipping: bool = False
+    state: dict[str, Any] | None = None
+    generation: int = 0
+    lines: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    gone_at: str | None = None
+
+
+@dataclass(slots=True)
+class DocumentFacts:
+    path: str
+    agent: str
+    project: str | None
+    size: int
+    sha256: str
+    mtime_ns: int | None
+
+
+@dataclass(slots=True)
+class Batch:
+    """Everything one transaction commits."""
+
+    events: list[Event] = field(default_factory=list)
+    sessions: list[SessionFacts] = field(default_factory=list)
+    turns: list[TurnFacts] = field(default_factory=list)
+    drift: list[Drift] = field(default_factory=list)
+    cursors: dict[str, Cursor] = field(default_factory=dict)  # by path
+    documents: list[DocumentFacts] = field(default_factory=list)
+    gone_documents: list[str] = field(default_factory=list)
+    session_sources: set[tuple[str, str]] = field(default_factory=set)  # (session_id, path)
+    project_roots: dict[str, str] = field(default_factory=dict)  # session_id -> root
+
+    def __len__(self) -> int:
+        return len(self.events) + len(self.sessions) + len(self.turns)
+
+    def empty(self) -> bool:
+        return not (
+            self.events
+            or self.sessions
+            or self.turns
+            or self.drift
+            or self.cursors
+            or self.documents
+            or self.gone_documents
+        )
+
+
+def _secure_file(path: Path) -> None:
+    with suppress(FileNotFoundError):
+        os.chmod(path, 0o600)
+
+
+def connect(db_path: Path, *, readonly: bool = False) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else (
+        apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    )
+    conn = apsw.Connection(str(db_path), flags=flags)
+    conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    if not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=OFF")
+    return conn
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Bring the schema to SCHEMA_VERSION. Returns the version found before."""
+    (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
+    if found > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"database schema version {found} is newer than this agentsrc ({SCHEMA_VERSION})"
+        )
+    for version in range(found, SCHEMA_VERSION):
+        with conn:
+            conn.execute(MIGRATIONS[version])
+            conn.execute(f"PRAGMA user_version={version + 1}")
+    return int(found)
+
+
+class Store:
+    """The writer side: one per daemon, used from the ingest thread only."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+        old_umask = os.umask(0o077)
+        try:
+            self.conn = connect(db_path)
+            migrate(self.conn)
+        finally:
+            os.umask(old_umask)
+        for suffix in ("", "-wal", "-shm"):
+            _secure_file(Path(str(db_path) + suffix))
+        self._source_ids: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ---- cursors ---------------------------------------------------------------
+
+    def load_cursors(self) -> dict[str, Cursor]:
+        out: dict[str, Cursor] = {}
+        for row in self.conn.execute(
+            "SELECT id, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len,"
+            " head_hash, skipping, state, generation, lines, skipped, gone_at FROM sources"
+        ):
+            (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
+             skipping, state, generation, lines, skipped, gone_at) = row
+            out[path] = Cursor(
+                path=path,
+                adapter=adapter,
+                mode=mode,
+                source_id=sid,
+                dev=dev,
+                ino=ino,
+                size=size,
+                mtime_ns=mtime_ns,
+                offset=offset,
+                head_len=head_len,
+                head_hash=head_hash,
+                skipping=bool(skipping),
+                state=orjson.loads(state) if state else None,
+                generation=generation,
+                lines=lines,
+                skipped=orjson.loads(skipped) if skipped else {},
+                gone_at=gone_at,
+            )
+            self._source_ids[path] = sid
+        return out
+
+    def _source_id(self, cursor: Cursor) -> int:
+        sid = cursor.source_id or self._source_ids.get(cursor.path)
+        if sid is None:
+            row = self.conn.execute(
+                "INSERT INTO sources(path, adapter, mode) VALUES(?,?,?)"
+                " ON CONFLICT(path) DO UPDATE SET adapter=excluded.adapter RETURNING id",
+                (cursor.path, cursor.adapter, cursor.mode),
+            ).fetchone()
+            assert row is not None
+            sid = int(row[0])
+        self._source_ids[cursor.path] = sid
+        cursor.source_id = sid
+        return sid
+
+    def _save_cursor(self, c: Cursor) -> None:
+        sid = self._source_id(c)
+        self.conn.execute(
+            "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?,"
+            " head_len=?, head_hash=?, skipping=?, state=?, generation=?, lines=?, skipped=?,"
+            " gone_at=?, updated_at=? WHERE id=?",
+            (
+                c.adapter,
+                c.mode,
+                c.dev,
+                c.ino,
+                c.size,
+                c.mtime_ns,
+                c.offset,
+                c.head_len,
+                c.head_hash,
+                int(c.skipping),
+                orjson.dumps(c.state) if c.state is not None else None,
+                c.generation,
+                c.lines,
+                orjson.dumps(c.skipped).decode(),
+                c.gone_at,
+                _now(),
+                sid,
+            ),
+        )
+
+    # ---- the commit --------------------------------------------------------------
+
+    def commit(self, batch: Batch) -> list[dict[str, Any]]:
+        """Commit a batch in one transaction. Returns the newly inserted events as
+        JSON-ready dicts (for subscribers), in id order."""
+        inserted: list[dict[str, Any]] = []
+        with self.lock, self.conn:
+            for cursor in batch.cursors.values():
+                self._source_id(cursor)
+            for facts in batch.sessions:
+                self._merge_session(facts)
+            for sid, root in batch.project_roots.items():
+                self.conn.execute(
+                    "UPDATE sessions SET project_root=? WHERE id=? AND project_root IS NULL",
+                    (root, sid),
+                )
+            for turn in batch.turns:
+                self._merge_turn(turn)
+            for ev in batch.events:
+                row = self._insert_event(ev)
+                if row is not None:
+                    inserted.append(row)
+            for session_id, path in batch.session_sources:
+                src = self._source_ids.get(path)
+                if src is not None:
+                    self.conn.execute(
+                        "INSERT OR IGNORE INTO session_sources(session_id, source_id) VALUES(?,?)",
+                        (session_id, src),
+                    )
+            for d in batch.drift:
+                self.conn.execute(
+                    "INSERT INTO drift(adapter, version, record_type, count, last_seen)"
+                    " VALUES(?,?,?,1,?) ON CONFLICT(adapter, version, record_type)"
+                    " DO UPDATE SET count=count+1, last_seen=excluded.last_seen",
+                    (d.adapter, d.version, d.record_type, _now()),
+                )
+            for doc in batch.documents:
+                self.conn.execute(
+                    "INSERT INTO documents(path, agent, project, size, sha256, mtime_ns,"
+                    " gone_at, updated_at) VALUES(?,?,?,?,?,?,NULL,?) ON CONFLICT(path) DO UPDATE"
+                    " SET size=excluded.size, sha256=excluded.sha256, mtime_ns=excluded.mtime_ns,"
+                    " gone_at=NULL, updated_at=excluded.updated_at",
+                    (doc.path, doc.agent, doc.project, doc.size, doc.sha256, doc.mtime_ns, _now()),
+                )
+            for path in batch.gone_documents:
+                self.conn.execute(
+                    "UPDATE documents SET gone_at=? WHERE path=? AND gone_at IS NULL",
+                    (_now(), path),
+                )
+            for cursor in batch.cursors.values():
+                self._save_cursor(cursor)
+        return inserted
+
+    def _merge_session(self, f: SessionFacts) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO sessions(id, agent, native_id) VALUES(?,?,?)",
+            (f.session_id, f.agent, f.native_id),
+        )
+        sets: list[str] = []
+        args: list[Any] = []
+        for name in SESSION_FACT_FIELDS:
+            value = getattr(f, name)
+            if value is None:
+                continue
+            if name in SessionFacts.FIRST_WINS:
+                sets.append(f"{name}=COALESCE({name}, ?)")
+            elif name == "last_event_at":
+                sets.append(f"{name}=MAX(COALESCE({name}, ''), ?)")
+            else:
+                sets.append(f"{name}=?")
+            args.append(value)
+        if sets:
+            args.append(f.session_id)
+            self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
+
+    def _merge_turn(self, t: TurnFacts) -> None:
+        self.conn.execute(
+            "INSERT INTO turns(session_id, turn_id, started_at, ended_at, status, cwd, model)"
+            " VALUES(?,?,?,?,?,?,?) ON CONFLICT(session_id, turn_id) DO UPDATE SET"
+            " started_at=COALESCE(turns.started_at, excluded.started_at),"
+            " ended_at=COALESCE(excluded.ended_at, turns.ended_at),"
+            " status=COALESCE(excluded.status, turns.status),"
+            " cwd=COALESCE(turns.cwd, excluded.cwd),"
+            " model=COALESCE(excluded.model, turns.model)",
+            (t.session_id, t.turn_id, t.started_at, t.ended_at, t.status, t.cwd, t.model),
+        )
+
+    def _insert_event(self, ev: Event) -> dict[str, Any] | None:
+        source_id = self._source_ids.get(ev.source_path)
+        if source_id is None:
+            source_id = self._source_id(Cursor(ev.source_path, ev.adapter, "jsonl"))
+        kh = key_hash(ev.key)
+        path = ev.data.get("path") if isinstance(ev.data.get("path"), str) else None
+        data = ev.data
+        if ev.kind == MESSAGE and "part" in data:
+            data = {k: v for k, v in data.items() if k != "part"}
+            data["parts"] = [ev.data["part"]]
+        row = self.conn.execute(
+            "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
+            " subagent_id, adapter, source_id, offset, path, data)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+            (
+                kh,
+                ev.session_id,
+                ev.kind,
+                ev.ts,
+                ev.turn_id,
+                ev.tool,
+                ev.call_id,
+                ev.subagent_id,
+                ev.adapter,
+                source_id,
+                ev.offset,
+                path,
+                orjson.dumps(data),
+            ),
+        ).fetchone()
+        if row is None:
+            if ev.kind == MESSAGE and "part" in ev.data:
+                self._merge_message_part(kh, ev)
+            return None
+        self._count(ev)
+        out = event_row_to_json(
+            (row[0], ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
+             ev.subagent_id, ev.adapter, ev.source_path, ev.offset, data)
+        )
+        return out
+
+    def _merge_message_part(self, kh: bytes, ev: Event) -> None:
+        """One assistant message written as several lines (one per block): append each
+        block's text once. Idempotent: a part already merged is not appended again."""
+        row = self.conn.execute("SELECT id, data FROM events WHERE key_hash=?", (kh,)).fetchone()
+        if row is None:
+            return
+        data = orjson.loads(row[1])
+        parts = data.get("parts") or []
+        part = ev.data.get("part")
+        if part in parts:
+            return
+        parts.append(part)
+        text = ev.data.get("text") or ""
+        if text:
+            data["text"] = (data.get("text") + "\n\n" + text) if data.get("text") else text
+        data["parts"] = parts
+        self.conn.execute("UPDATE events SET data=? WHERE id=?", (orjson.dumps(data), row[0]))
+
+    def _count(self, ev: Event) -> None:
+        sid = ev.session_id
+        if ev.subagent_id:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO session_subagents(session_id, subagent_id) VALUES(?,?)",
+                (sid, ev.subagent_id),
+            )
+        column = {
+            PROMPT: "prompts",
+            MESSAGE: "messages",
+            TOOL_CALL: "tool_calls",
+            COMPACTION: "compactions",
+            ERROR: "errors",
+        }.get(ev.kind)
+        if column:
+            self.conn.execute(f"UPDATE sessions SET {column}={column}+1 WHERE id=?", (sid,))
+        elif ev.kind == USAGE:
+            values = [int(ev.data.get(f) or 0) for f in USAGE_FIELDS]
+            self.conn.execute(
+                "UPDATE sessions SET "
+                + ", ".join(f"{f}={f}+?" for f in USAGE_FIELDS)
+                + " WHERE id=?",
+                (*values, sid),
+            )
+        if ev.ts:
+            self.conn.execute(
+                "UPDATE sessions SET last_event_at=MAX(COALESCE(last_event_at,''), ?),"
+                " started_at=COALESCE(started_at, ?) WHERE id=?",
+                (ev.ts, ev.ts, sid),
+            )
+
+    # ---- small writes outside batches ---------------------------------------------
+
+    def mark_gone(self, paths: Iterable[str]) -> None:
+        now = _now()
+        with self.lock, self.conn:
+            for p in paths:
+                self.conn.execute(
+                    "UPDATE sources SET gone_at=? WHERE path=? AND gone_at IS NULL", (now, p)
+                )
+
+    def max_event_id(self) -> int:
+        row = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
+        return int(row[0]) if row else 0
+
+
+# ---- the read side -------------------------------------------------------------------
+
+EVENT_COLUMNS = (
+    "e.id, e.session_id, e.kind, e.ts, e.turn_id, e.tool, e.call_id, e.subagent_id,"
+    " e.adapter, s.path, e.offset, e.data"
+)
+
+
+def event_row_to_json(row: Sequence[Any]) -> dict[str, Any]:
+    (eid, session_id, kind, ts, turn_id, tool, call_id, subagent_id, adapter, source_path,
+     offset, data) = row
+    out: dict[str, Any] = {
+        "id": eid,
+        "session_id": session_id,
+        "kind": kind,
+        "ts": ts,
+        "turn_id": turn_id,
+        "tool": tool,
+        "call_id": call_id,
+        "subagent_id": subagent_id,
+        "adapter": adapter,
+        "source_path": source_path,
+        "offset": offset,
+    }
+    payload = orjson.loads(data) if isinstance(data, bytes | str) else data
+    if isinstance(payload, dict):
+        for k, v in payload.items():
+            if k not in out and k != "parts":
+                out[k] = v
+    return out
+
+
+SESSION_COLUMNS = (
+    "id, agent, native_id, cwd, model, started_at, last_event_at, title, version, originator,"
+    " source, model_provider, parent_session_id, prompts, messages, tool_calls, compactions,"
+    " errors, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,"
+    " reasoning_tokens, total_tokens, project_root"
+)
+_SESSION_NAMES = [c.strip() for c in SESSION_COLUMNS.split(",")]
+
+
+class Reader:
+    """Read-only queries, one per socket handler thread. Every method is one short
+    read transaction (a long-lived reader would stop WAL checkpoints)."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.conn = connect(db_path, readonly=True)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[apsw.Connection]:
+        with self.conn:
+            yield self.conn
+
+    # -- status
+    def counts(self) -> dict[str, int]:
+        c = self.conn
+        files = c.execute("SELECT COUNT(*) FROM sources WHERE gone_at IS NULL").fetchone()
+        sessions = c.execute("SELECT COUNT(*) FROM sessions").fetchone()
+        events = c.execute("SELECT COALESCE(MAX(id),0) FROM events").fetchone()
+        gone = c.execute("SELECT COUNT(*) FROM sources WHERE gone_at IS NOT NULL").fetchone()
+        return {
+            "files": int(files[0]) if files else 0,
+            "files_gone": int(gone[0]) if gone else 0,
+            "sessions": int(sessions[0]) if sessions else 0,
+            "events": int(events[0]) if events else 0,
+        }
+
+    def event_count(self) -> int:
+        row = self.conn.execute("SELECT COUNT(*) FROM events").fetchone()
+        return int(row[0]) if row else 0
+
+    def skipped_totals(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for (skipped,) in self.conn.execute("SELECT skipped FROM sources WHERE skipped != '{}'"):
+            for k, v in orjson.loads(skipped).items():
+                totals[k] = totals.get(k, 0) + int(v)
+        return totals
+
+    def drift(self) -> list[dict[str, Any]]:
+        return [
+            {"adapter": a, "version": v, "record_type": t, "count": n, "last_seen": ls}
+            for a, v, t, n, ls in self.conn.execute(
+                "SELECT adapter, version, record_type, count, last_seen FROM drift"
+                " ORDER BY count DESC, adapter, record_type"
+            )
+        ]
+
+    def sources(self, path_like: str | None = None) -> list[dict[str, Any]]:
+        sql = (
+            "SELECT path, adapter, mode, size, offset, lines, skipped, generation, gone_at"
+            " FROM sources"
+        )
+        args: tuple[Any, ...] = ()
+        if path_like:
+            sql += " WHERE path LIKE ?"
+            args = (path_like,)
+        return [
+            {
+                "path": p,
+                "adapter": a,
+                "mode": m,
+                "size": s,
+                "offset": o,
+                "lines": n,
+                "skipped": orjson.loads(sk) if sk else {},
+                "generation": g,
+                "gone_at": gone,
+            }
+            for p, a, m, s, o, n, sk, g, gone in self.conn.execute(sql + " ORDER BY path", args)
+        ]
+
+    # -- sessions
+    def _session_dict(self, row: Sequence[Any]) -> dict[str, Any]:
+        d = dict(zip(_SESSION_NAMES, row, strict=True))
+        sid = d["id"]
+        sub = self.conn.execute(
+            "SELECT COUNT(*) FROM session_subagents WHERE session_id=?", (sid,)
+        ).fetchone()
+        d["subagents"] = int(sub[0]) if sub else 0
+        states = [
+            gone is None
+            for (gone,) in self.conn.execute(
+                "SELECT s.gone_at FROM session_sources ss JOIN sources s ON s.id=ss.source_id"
+                " WHERE ss.session_id=?",
+                (sid,),
+            )
+        ]
+        if not states or all(states):
+            d["source_state"] = "present"
+        elif any(states):
+            d["source_state"] = "partial"
+        else:
+            d["source_state"] = "gone"
+        d["tokens"] = {
+            f: d.pop(f) for f in USAGE_FIELDS
+        }
+        return d
+
+    def sessions(
+        self,
+        *,
+        agent: str | None = None,
+        limit: int = 50,
+        cwd: str | None = None,
+        project: str | None = None,
+    ) -> list[dict[str, Any]]:
+        where: list[str] = []
+        args: list[Any] = []
+        if agent:
+            where.append("agent=?")
+            args.append(agent)
+        if cwd:
+            where.append("cwd=?")
+            args.append(cwd)
+        if project:
+            where.append("(project_root=? OR cwd=?)")
+            args.extend([project, project])
+        sql = f"SELECT {SESSION_COLUMNS} FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY COALESCE(last_event_at, started_at, '') DESC, id LIMIT ?"
+        args.append(limit)
+        with self.snapshot():
+            rows = list(self.conn.execute(sql, args))
+            return [self._session_dict(r) for r in rows]
+
+    def resolve_session(self, ident: str) -> str | None:
+        """Accept our id, the agent's native id, or a unique prefix of either."""
+        row = self.conn.execute("SELECT id FROM sessions WHERE id=?", (ident,)).fetchone()
+        if row:
+            return str(row[0])
+        rows = list(
+            self.conn.execute(
+                "SELECT id FROM sessions WHERE native_id=? OR id LIKE ? OR native_id LIKE ?"
+                " LIMIT 2",
+                (ident, ident + "%", ident + "%"),
+            )
+        )
+        if len(rows) == 1:
+            return str(rows[0][0])
+        return None
+
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        with self.snapshot():
+            row = self.conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id=?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            d = self._session_dict(row)
+            d["turns"] = [
+                {
+                    "turn_id": t,
+                    "started_at": s,
+                    "ended_at": e,
+                    "status": st,
+                    "cwd": cwd,
+                    "model": m,
+                }
+                for t, s, e, st, cwd, m in self.conn.execute(
+                    "SELECT turn_id, started_at, ended_at, status, cwd, model FROM turns"
+                    " WHERE session_id=? ORDER BY COALESCE(started_at, ''), turn_id",
+                    (session_id,),
+                )
+            ]
+            d["sources"] = [
+                {"path": p, "gone": gone is not None, "gone_at": gone}
+                for p, gone in self.conn.execute(
+                    "SELECT s.path, s.gone_at FROM session_sources ss"
+                    " JOIN sources s ON s.id=ss.source_id WHERE ss.session_id=? ORDER BY s.path",
+                    (session_id,),
+                )
+            ]
+            d["subagent_ids"] = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT subagent_id FROM session_subagents WHERE session_id=? ORDER BY 1",
+                    (session_id,),
+                )
+            ]
+            d["kinds"] = {
+                k: n
+                for k, n in self.conn.execute(
+                    "SELECT kind, COUNT(*) FROM events WHERE session_id=? GROUP BY kind",
+                    (session_id,),
+                )
+            }
+            return d
+
+    # -- events
+    def events(
+        self,
+        *,
+        session_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        since_id: int = 0,
+        limit: int = 100,
+        path: str | None = None,
+        path_glob: str | None = None,
+        call_id: str | None = None,
+        extra_where: Sequence[str] = (),
+        extra_args: Sequence[Any] = (),
+    ) -> list[dict[str, Any]]:
+        where = ["e.id > ?"]
+        args: list[Any] = [since_id]
+        if session_id:
+            where.append("e.session_id = ?")
+            args.append(session_id)
+        if kinds:
+            where.append(f"e.kind IN ({','.join('?' * len(kinds))})")
+            args.extend(kinds)
+        if path:
+            where.append("e.path = ?")
+            args.append(path)
+        if path_glob:
+            where.append("e.path GLOB ?")
+            args.append(path_glob)
+        if call_id:
+            where.append("e.call_id = ?")
+            args.append(call_id)
+        where.extend(extra_where)
+        args.extend(extra_args)
+        sql = (
+            f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
+            f" WHERE {' AND '.join(where)} ORDER BY e.id LIMIT ?"
+        )
+        args.append(limit)
+        with self.snapshot():
+            return [event_row_to_json(r) for r in self.conn.execute(sql, args)]
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """A read-only statement for the query modules (queries.py). Short transaction."""
+        with self.snapshot():
+            return [tuple(r) for r in self.conn.execute(sql, args)]

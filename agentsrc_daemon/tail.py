@@ -1,0 +1,262 @@
+"""The tail-reader: reads what is new in one file since its cursor, line by line.
+
+* Only newline-terminated lines are consumed; a trailing partial line waits for its
+  newline (the offset never moves past it, so a crash cannot lose it).
+* The file's identity is checked before every read: a different (device, inode), a size
+  below the offset (truncation) or a changed first bytes (a rewritten prefix, or a new
+  file that reused a deleted file's inode) resets the cursor to 0. Re-reading does not
+  duplicate: event keys are deterministic.
+* Memory is bounded: the file is read in chunks; a line longer than ``max_line_bytes``
+  is skipped (and counted) without ever being held whole, even across restarts.
+* Bad lines are counted per reason and skipped: empty, malformed JSON, invalid UTF-8,
+  non-object JSON. CRLF endings are accepted and counted.
+
+This module does no parsing beyond JSON decoding and knows nothing of agents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_mod
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+
+from .store import Cursor
+
+HEAD_BYTES = 4096  # how much of the file's start identifies it
+CHUNK_BYTES = 1 << 20
+
+# Skip reasons (keys of Cursor.skipped)
+EMPTY = "empty"
+MALFORMED = "malformed_json"
+INVALID_UTF8 = "invalid_utf8"
+NON_OBJECT = "non_object"
+OVERSIZE = "oversize"
+CRLF = "crlf"  # counted, not skipped
+
+
+@dataclass(slots=True)
+class Line:
+    offset: int
+    obj: dict  # type: ignore[type-arg]
+    crc: int  # crc32 of the line bytes: makes offset-based keys content-aware
+
+
+@dataclass(slots=True)
+class ReadResult:
+    reset: str | None = None  # why the cursor went back to 0: replaced | truncated | rewritten
+    more: bool = False  # the budget ran out before EOF
+    gone: bool = False
+    changed: bool = False  # anything consumed or counted
+
+
+def _hash(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def reset_cursor(cursor: Cursor) -> None:
+    cursor.offset = 0
+    cursor.head_len = 0
+    cursor.head_hash = None
+    cursor.skipping = False
+    cursor.state = None
+    cursor.generation += 1
+
+
+def identity_change(cursor: Cursor, st: os.stat_result, fd: int) -> str | None:
+    """Why the file at the cursor's path is no longer the file the cursor describes."""
+    if cursor.ino is not None and (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):
+        return "replaced"
+    if st.st_size < cursor.offset:
+        return "truncated"
+    if cursor.head_len and cursor.head_hash is not None:
+        head = os.pread(fd, cursor.head_len, 0)
+        if len(head) < cursor.head_len or _hash(head) != cursor.head_hash:
+            return "rewritten"
+    return None
+
+
+def _count(cursor: Cursor, reason: str) -> None:
+    cursor.skipped[reason] = cursor.skipped.get(reason, 0) + 1
+
+
+def decode_line(raw: bytes | bytearray | memoryview, cursor: Cursor) -> dict | None:  # type: ignore[type-arg]
+    """One line without its newline -> a dict, or None (counted in cursor.skipped)."""
+    if raw[-1:] == b"\r":
+        raw = raw[:-1]
+        _count(cursor, CRLF)
+    if not raw or (len(raw) <= 64 and not bytes(raw).strip()):
+        _count(cursor, EMPTY)
+        return None
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            _count(cursor, INVALID_UTF8)
+        else:
+            _count(cursor, MALFORMED)
+        return None
+    if not isinstance(obj, dict):
+        _count(cursor, NON_OBJECT)
+        return None
+    return obj
+
+
+def read_new_lines(
+    path: str,
+    cursor: Cursor,
+    on_line: Callable[[Line], None],
+    *,
+    budget_bytes: int,
+    max_line_bytes: int,
+) -> ReadResult:
+    """Read complete lines after ``cursor.offset``, call ``on_line`` for each decoded
+    object, and advance the cursor (in memory; the caller commits it with the events).
+    Reads at most about ``budget_bytes`` (always finishing at least one line)."""
+    result = ReadResult()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        result.gone = True
+        return result
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            result.gone = True
+            return result
+        reason = identity_change(cursor, st, fd)
+        if reason is not None:
+            reset_cursor(cursor)
+            result.reset = reason
+            result.changed = True
+        cursor.dev, cursor.ino = st.st_dev, st.st_ino
+        cursor.mtime_ns = st.st_mtime_ns
+        cursor.size = st.st_size
+        if st.st_size == cursor.offset:
+            return result
+        _read_loop(fd, cursor, on_line, result, st.st_size, budget_bytes, max_line_bytes)
+        _refresh_head(fd, cursor)
+    finally:
+        os.close(fd)
+    return result
+
+
+def _read_loop(
+    fd: int,
+    cursor: Cursor,
+    on_line: Callable[[Line], None],
+    result: ReadResult,
+    size: int,
+    budget: int,
+    max_line: int,
+) -> None:
+    pos = cursor.offset  # file position of buf[0]
+    buf = bytearray()
+    read_total = 0
+    consumed_any = False
+    while True:
+        if read_total >= budget and consumed_any:
+            result.more = pos + len(buf) < size or bool(buf)
+            return
+        chunk = os.pread(fd, CHUNK_BYTES, pos + len(buf))
+        if not chunk:
+            return  # EOF: a partial line stays in the file for later
+        read_total += len(chunk)
+        if cursor.skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                pos += len(chunk)
+                cursor.offset = pos  # skip the rest of an over-long line
+                result.changed = True
+                continue
+            pos += nl + 1
+            cursor.offset = pos
+            cursor.skipping = False
+            chunk = chunk[nl + 1 :]
+        buf += chunk
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            line_offset = pos + start
+            raw = memoryview(buf)[start:nl]
+            if nl - start > max_line:
+                _count(cursor, OVERSIZE)
+            else:
+                obj = decode_line(raw, cursor)
+                if obj is not None:
+                    on_line(Line(line_offset, obj, zlib.crc32(raw)))
+            raw.release()
+            cursor.lines += 1
+            start = nl + 1
+            consumed_any = True
+        if start:
+            del buf[:start]
+            pos += start
+            cursor.offset = pos
+            result.changed = True
+        if len(buf) > max_line:
+            # An over-long line: never hold it whole. Skip to its newline, even across
+            # reads and restarts (cursor.skipping is persisted).
+            _count(cursor, OVERSIZE)
+            pos += len(buf)
+            buf.clear()
+            cursor.offset = pos
+            cursor.skipping = True
+            consumed_any = True
+            result.changed = True
+
+
+def _refresh_head(fd: int, cursor: Cursor) -> None:
+    """Hash the file's first bytes, but only those already consumed (complete lines),
+    so a partial line still being written never looks like a rewrite."""
+    want = min(HEAD_BYTES, cursor.offset)
+    if want > cursor.head_len:
+        head = os.pread(fd, want, 0)
+        if len(head) == want:
+            cursor.head_len = want
+            cursor.head_hash = _hash(head)
+
+
+def read_document(path: str, max_bytes: int) -> tuple[bytes | None, os.stat_result | None]:
+    """A whole small file, or (None, stat) when it is larger than ``max_bytes``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None, None
+    try:
+        st = os.fstat(fd)
+        if st.st_size > max_bytes:
+            return None, st
+        chunks = []
+        while True:
+            b = os.read(fd, CHUNK_BYTES)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
+
+
+def hash_file(path: str) -> tuple[int, str, int] | None:
+    """(size, sha256 hex, mtime_ns) of a file, streamed; None when it vanished."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            while True:
+                b = fh.read(CHUNK_BYTES)
+                if not b:
+                    break
+                h.update(b)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return None
+    return st.st_size, h.hexdigest(), st.st_mtime_ns

@@ -1,0 +1,178 @@
+"""The file watcher: watchdog observers on the roots, feeding a coalescing dirty set.
+
+File events only mark a path dirty; the ingest loop decides what to read. Because
+inotify drops events under load (and watchdog drops IN_Q_OVERFLOW silently), the
+daemon also runs a stat-based reconcile scan (see daemon.py): the watcher is a latency
+optimisation, the reconcile is what makes it correct.
+
+A root that does not exist yet is checked for on every ``check_roots`` call and watched
+as soon as it appears. When inotify runs out of watches (ENOSPC) or instances (EMFILE),
+that root falls back to a polling observer and a warning names the sysctl to raise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+from watchdog.events import (
+    DirCreatedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+log = structlog.get_logger("agentsrc.watch")
+
+# Only events that can mean new bytes. Opened/closed-without-write events are excluded:
+# the daemon's own reads would otherwise wake it up in a loop.
+EVENT_FILTER = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirMovedEvent,
+]
+POLL_INTERVAL_S = 2.0
+
+
+class DirtySet:
+    """Paths with news, coalesced, plus directories to rescan. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
+        self._dirs: set[str] = set()
+        self.wakeup = threading.Event()
+
+    def mark(self, path: str) -> None:
+        with self._lock:
+            self._paths.add(path)
+        self.wakeup.set()
+
+    def mark_dir(self, path: str) -> None:
+        with self._lock:
+            self._dirs.add(path)
+        self.wakeup.set()
+
+    def take(self) -> tuple[set[str], set[str]]:
+        with self._lock:
+            paths, dirs = self._paths, self._dirs
+            self._paths, self._dirs = set(), set()
+            self.wakeup.clear()
+        return paths, dirs
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._paths or self._dirs)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, dirty: DirtySet) -> None:
+        self.dirty = dirty
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        src = event.src_path if isinstance(event.src_path, str) else event.src_path.decode()
+        if event.is_directory:
+            if event.event_type in ("created", "moved"):
+                dest = getattr(event, "dest_path", "") or src
+                self.dirty.mark_dir(dest if isinstance(dest, str) else dest.decode())
+            return
+        if event.event_type == "closed_no_write" or event.event_type == "opened":
+            return
+        self.dirty.mark(src)
+        dest = getattr(event, "dest_path", "")
+        if dest:
+            self.dirty.mark(dest if isinstance(dest, str) else dest.decode())
+
+
+class Watcher:
+    def __init__(self, roots: dict[str, Path], dirty: DirtySet) -> None:
+        self.roots = roots
+        self.dirty = dirty
+        self.observers: dict[str, BaseObserver] = {}
+        self.modes: dict[str, str] = {}  # root -> inotify | polling | missing
+        self._on_root_appeared: Callable[[Path], None] | None = None
+
+    def start(self, on_root_appeared: Callable[[Path], None] | None = None) -> None:
+        self._on_root_appeared = on_root_appeared
+        self.check_roots(initial=True)
+
+    def check_roots(self, *, initial: bool = False) -> list[Path]:
+        """Watch roots that exist and are not watched yet. Returns the newly watched."""
+        appeared: list[Path] = []
+        for name, root in self.roots.items():
+            key = str(root)
+            obs = self.observers.get(key)
+            if obs is not None:
+                if root.is_dir():
+                    continue
+                # The root vanished: stop its observer and wait for it to come back.
+                self._stop(key)
+            if not root.is_dir():
+                if self.modes.get(key) != "missing":
+                    log.info("root_missing", agent=name, root=key)
+                self.modes[key] = "missing"
+                continue
+            self._watch(name, root)
+            if not initial:
+                log.info("root_appeared", agent=name, root=key)
+                appeared.append(root)
+                if self._on_root_appeared:
+                    self._on_root_appeared(root)
+        return appeared
+
+    def _watch(self, name: str, root: Path) -> None:
+        key = str(root)
+        handler = _Handler(self.dirty)
+        obs: BaseObserver = Observer()
+        try:
+            obs.schedule(handler, key, recursive=True, event_filter=EVENT_FILTER)
+            obs.start()
+            self.modes[key] = "inotify"
+        except OSError as exc:
+            with contextlib.suppress(Exception):  # best-effort cleanup
+                obs.stop()
+            if exc.errno in (errno.ENOSPC, errno.EMFILE):
+                log.warning(
+                    "inotify_limit_reached_polling",
+                    agent=name,
+                    root=key,
+                    fix="sudo sysctl fs.inotify.max_user_watches=524288 "
+                    "(and fs.inotify.max_user_instances=1024); persist it in /etc/sysctl.d/",
+                )
+            else:
+                log.warning("watch_failed_polling", agent=name, root=key, error=str(exc))
+            obs = PollingObserver(timeout=POLL_INTERVAL_S)
+            obs.schedule(handler, key, recursive=True)
+            obs.start()
+            self.modes[key] = "polling"
+        self.observers[key] = obs
+
+    def _stop(self, key: str) -> None:
+        obs = self.observers.pop(key, None)
+        if obs is None:
+            return
+        try:
+            obs.stop()
+            obs.join(timeout=2)
+        except Exception:  # pragma: no cover
+            pass
+
+    def stop(self) -> None:
+        for key in list(self.observers):
+            self._stop(key)

@@ -1,0 +1,150 @@
+"""Run the real daemon as a subprocess against a temporary home, and talk to it over
+its real socket. Used by the integration tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentsrc_daemon.client import Client, DaemonNotRunning
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    last_exc: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+        except Exception as exc:  # keep polling; report the last failure
+            last_exc = exc
+            value = None
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {predicate}; last error: {last_exc!r}")
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    """Copy a read-only corpus into a writable temporary home."""
+    shutil.copytree(src, dst, dirs_exist_ok=True, copy_function=shutil.copyfile)
+
+
+class DaemonProcess:
+    def __init__(self, home: Path, *, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        # Short paths: a Unix socket path must stay under ~104 bytes.
+        self.run_dir = Path(tempfile.mkdtemp(prefix="asrc-", dir="/tmp"))
+        self.data_dir = self.run_dir / "data"
+        self.socket_path = self.run_dir / "s" / "agentsrc.sock"
+        self.log_path = self.run_dir / "daemon.log"
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "AGENTSRC_DATA_DIR": str(self.data_dir),
+            "AGENTSRC_SOCKET": str(self.socket_path),
+            "AGENTSRC_RECONCILE_INTERVAL": "2",
+            "XDG_CONFIG_HOME": str(self.run_dir / "config"),
+            "PYTHONUNBUFFERED": "1",
+        }
+        if env:
+            self.env.update(env)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *args: str, wait: bool = True) -> DaemonProcess:
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", *args],
+            env=self.env,
+            stdout=log,
+            stderr=log,
+            cwd=str(REPO),
+        )
+        if wait:
+            wait_for(self.ping, timeout=30)
+        return self
+
+    def ping(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {self.proc.returncode}: {self.log()[-2000:]}")
+        try:
+            with Client(self.socket_path, timeout=5) as c:
+                c.call("status")
+            return True
+        except DaemonNotRunning:
+            return False
+
+    def client(self) -> Client:
+        return Client(self.socket_path, timeout=30)
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        with self.client() as c:
+            return c.call(method, params or {})
+
+    def wait_live(self, timeout: float = 120.0) -> dict[str, Any]:
+        return wait_for(
+            lambda: (st := self.call("status"))["state"] == "live" and st, timeout=timeout
+        )
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        code = self.proc.returncode
+        self.proc = None
+        return code
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "agentsrc_daemon.cli", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            cwd=str(REPO),
+            timeout=120,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"agentsrc {' '.join(args)} exited {result.returncode}: {result.stderr}")
+        return result
+
+    def cleanup(self) -> None:
+        self.stop(signal.SIGKILL)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def all_events(d: DaemonProcess, **params: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    since = 0
+    with d.client() as c:
+        while True:
+            page = c.call("events.list", {"since_id": since, "limit": 5000, **params})
+            out.extend(page["events"])
+            if not page["next_since_id"]:
+                return out
+            since = page["next_since_id"]
