@@ -99,6 +99,10 @@ def events_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     return {"events": events, "next_since_id": next_id}
 
 
+def sources_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    return {"sources": reader.sources(_str(params, "path_like"))}
+
+
 def subscribe_backlog(
     reader: Reader, since: int, filters: dict[str, Any], limit: int
 ) -> list[dict[str, Any]]:
@@ -119,6 +123,7 @@ def build_methods(
         "sessions.list": sessions_list,
         "sessions.get": sessions_get,
         "events.list": events_list,
+        "sources.list": sources_list,
     }
     if extra:
         methods.update(extra)

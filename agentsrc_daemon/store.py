@@ -384,6 +384,14 @@ class Store:
                 )
             for turn in batch.turns:
                 self._merge_turn(turn)
+            for sid, adapter in {(e.session_id, e.adapter) for e in batch.events}:
+                # Events can arrive before any facts about their session (a subagent
+                # file read before its parent): the row must exist for the counters.
+                native = sid.split(":", 1)[1] if sid.startswith(adapter + ":") else sid
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO sessions(id, agent, native_id) VALUES(?,?,?)",
+                    (sid, adapter, native),
+                )
             for ev in batch.events:
                 row = self._insert_event(ev)
                 if row is not None:

@@ -102,7 +102,7 @@ class DaemonProcess:
         except FileNotFoundError:
             return ""
 
-    def signal(self, sig: int) -> None:
+    def send_signal(self, sig: int) -> None:
         assert self.proc is not None
         self.proc.send_signal(sig)
 

@@ -1,0 +1,412 @@
+"""End to end: the real daemon as a subprocess on a temporary home, real files
+appended, real SQLite, the real socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from corpus import corpus_home
+from harness import DaemonProcess, all_events, copy_tree, wait_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from replicate import replicate  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+SID = "11111111-2222-3333-4444-555555555555"
+
+
+def claude_line(uuid: str, kind: str = "user", text: str = "hello", **extra: Any) -> bytes:
+    rec: dict[str, Any] = {
+        "type": kind,
+        "sessionId": SID,
+        "uuid": uuid,
+        "parentUuid": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": "/work/proj",
+        "version": "2.1.0",
+        "isSidechain": False,
+    }
+    if kind == "user":
+        rec["message"] = {"role": "user", "content": text}
+    else:
+        rec["message"] = {
+            "id": f"msg_{uuid}",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 3, "output_tokens": 4},
+        }
+    rec.update(extra)
+    return orjson.dumps(rec) + b"\n"
+
+
+def claude_session(home: Path) -> Path:
+    d = home / ".claude" / "projects" / "-work-proj"
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f"{SID}.jsonl"
+
+
+@pytest.fixture()
+def daemon_factory(tmp_path: Path):  # type: ignore[no-untyped-def]
+    made: list[DaemonProcess] = []
+
+    def make(home: Path | None = None, **env: str) -> DaemonProcess:
+        h = home or (tmp_path / "home")
+        h.mkdir(parents=True, exist_ok=True)
+        d = DaemonProcess(h, env=env)
+        made.append(d)
+        return d
+
+    yield make
+    for d in made:
+        d.cleanup()
+
+
+def signature(events: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
+    """What identifies an event independent of its id (ids depend on commit order)."""
+    return Counter(
+        (
+            e["session_id"],
+            e["kind"],
+            e["source_path"],
+            e["offset"],
+            e["tool"],
+            e["call_id"],
+            e["ts"],
+            e.get("subagent_id"),
+            e.get("text"),
+        )
+        for e in events
+    )
+
+
+# ---- the corpus ---------------------------------------------------------------------------
+
+
+def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    home = tmp_path / "home"
+    copy_tree(corpus_home(), home)
+    d = daemon_factory(home).start()
+    st = d.wait_live()
+    srcs = d.call("sources.list")["sources"]
+    transcripts = sorted(
+        str(p)
+        for p in home.rglob("*")
+        if p.is_file() and (p.suffix == ".jsonl" or p.name.endswith(".meta.json") or p.suffix == ".json")
+    )
+    assert sorted(s["path"] for s in srcs) == transcripts
+    for s in srcs:
+        assert s["offset"] == s["size"] == os.path.getsize(s["path"]), s["path"]
+        assert s["gone_at"] is None
+    assert st["files"] == len(transcripts) == 24
+    # Every Claude and Codex session of the corpus, each under its own id.
+    sessions = d.call("sessions.list", {"limit": 1000})["sessions"]
+    by_agent = Counter(s["agent"] for s in sessions)
+    assert by_agent["codex"] == 13
+    # 6 Claude main sessions, plus the Warmup stub's parent (68e984d7), plus the
+    # summary-only file, which has no session of its own.
+    assert by_agent["claude-code"] == 7
+    assert st["events"] > 10_000
+    assert st["pending_bytes"] == 0 and st["state"] == "live"
+
+
+# ---- live tailing ---------------------------------------------------------------------------
+
+
+def test_appended_line_arrives_on_subscribe(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    f = claude_session(d.home)
+    f.write_bytes(claude_line("u1", text="first"))
+    d.start()
+    d.wait_live()
+    received: list[dict[str, Any]] = []
+    ready = threading.Event()
+
+    def listen() -> None:
+        with d.client() as c:
+            c.connect().settimeout(20)
+            for msg in c.subscribe({}):
+                if msg["method"] == "subscribed":
+                    ready.set()
+                    continue
+                if msg["method"] == "event":
+                    received.append(msg["params"])
+                    if msg["params"]["kind"] == "prompt":
+                        return
+
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    assert ready.wait(10)
+    with f.open("ab") as fh:
+        fh.write(claude_line("u2", text="second"))
+    t.join(15)
+    prompts = [e for e in received if e["kind"] == "prompt"]
+    assert len(prompts) == 1
+    assert prompts[0]["source_path"] == str(f)
+    assert prompts[0]["offset"] == len(claude_line("u1", text="first"))
+    assert prompts[0]["session_id"] == f"claude-code:{SID}"
+
+
+def test_subscribe_since_id_replays_without_gap(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    f = claude_session(d.home)
+    f.write_bytes(b"".join(claude_line(f"u{i}", text=f"p{i}") for i in range(5)))
+    d.start()
+    d.wait_live()
+    evs = all_events(d)
+    assert len(evs) >= 5
+    start_id = evs[1]["id"]
+    got: list[int] = []
+    with d.client() as c:
+        c.connect().settimeout(10)
+        for msg in c.subscribe({"since_id": start_id}):
+            if msg["method"] == "event":
+                got.append(msg["params"]["id"])
+                if len(got) == len(evs) - 2:
+                    break
+    assert got == [e["id"] for e in evs[2:]]
+
+
+def test_partial_line_ingested_once_completed(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    f = claude_session(d.home)
+    full = claude_line("u1", text="whole")
+    f.write_bytes(full[:20])
+    d.start()
+    d.wait_live()
+    time.sleep(0.5)
+    assert d.call("status")["events"] == 0
+    with f.open("ab") as fh:
+        fh.write(full[20:])
+    wait_for(lambda: d.call("status")["events"] > 0, timeout=10)
+    time.sleep(0.5)
+    prompts = all_events(d, kinds=["prompt"])
+    assert [(p["offset"], p["text"]) for p in prompts] == [(0, "whole")]
+
+
+def test_truncated_and_replaced_files_are_reread_without_duplicates(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    f = claude_session(d.home)
+    lines = [claude_line("u1", text="one"), claude_line("a1", "assistant", "reply")]
+    f.write_bytes(b"".join(lines))
+    d.start()
+    d.wait_live()
+    before = signature(all_events(d))
+    assert sum(before.values()) >= 3  # prompt, message, usage (+ turn start)
+    # Replace by atomic rename with the same content plus one line.
+    tmp = f.with_suffix(".tmp")
+    tmp.write_bytes(b"".join(lines) + claude_line("u2", text="two"))
+    os.replace(tmp, f)
+    wait_for(lambda: len(all_events(d, kinds=["prompt"])) == 2, timeout=10)
+    after_replace = signature(all_events(d))
+    assert sum((after_replace - before).values()) == sum(
+        1 for e in all_events(d) if e["offset"] == len(lines[0]) + len(lines[1])
+    )
+    assert all(n == 1 for n in after_replace.values())
+    # Truncate in place and write the first line again: nothing new, nothing doubled.
+    f.write_bytes(lines[0])
+    time.sleep(1.0)
+    wait_for(lambda: d.call("status")["pending_bytes"] == 0, timeout=10)
+    assert signature(all_events(d)) == after_replace
+    srcs = {s["path"]: s for s in d.call("sources.list")["sources"]}
+    assert srcs[str(f)]["generation"] == 2
+
+
+def test_root_created_after_start_is_picked_up(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    d.start()
+    st = d.wait_live()
+    assert st["roots"]["claude-code"]["watch"] == "missing"
+    f = claude_session(d.home)
+    f.write_bytes(claude_line("u1", text="late"))
+    wait_for(lambda: d.call("status")["sessions"] == 1, timeout=15)
+    st = d.call("status")
+    assert st["roots"]["claude-code"]["watch"] == "inotify"
+    assert [e["text"] for e in all_events(d, kinds=["prompt"])] == ["late"]
+
+
+def test_deleted_source_keeps_events_and_shows_gone(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    f = claude_session(d.home)
+    f.write_bytes(claude_line("u1", text="kept"))
+    d.start()
+    d.wait_live()
+    n = d.call("status")["events"]
+    f.unlink()
+    wait_for(
+        lambda: d.call("sessions.get", {"id": SID})["session"]["source_state"] == "gone", timeout=15
+    )
+    assert d.call("status")["events"] == n
+    s = d.call("sessions.get", {"id": SID})["session"]
+    assert s["sources"][0]["gone"] is True and s["prompts"] == 1
+
+
+def test_bad_lines_and_huge_line_are_counted_not_fatal(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory(AGENTSRC_MAX_LINE_BYTES="65536")
+    f = claude_session(d.home)
+    f.write_bytes(
+        claude_line("u1", text="a")
+        + b"{broken\n"
+        + b"[1]\n"
+        + b"\xff\xfe\n"
+        + claude_line("u2", text="x" * 200_000)
+        + claude_line("u3", text="b")
+    )
+    d.start()
+    st = d.wait_live()
+    assert st["skipped"] == {"malformed_json": 1, "non_object": 1, "invalid_utf8": 1, "oversize": 1}
+    assert [e["text"] for e in all_events(d, kinds=["prompt"])] == ["a", "b"]
+
+
+# ---- crash safety ---------------------------------------------------------------------------
+
+
+def _replicated_home(tmp_path: Path, copies: int) -> Path:
+    home = tmp_path / f"rep{copies}"
+    if not home.exists():
+        replicate(corpus_home(), home, copies)
+    return home
+
+
+def test_kill9_mid_backfill_then_restart_gives_exact_events(tmp_path: Path, daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    home = _replicated_home(tmp_path, 3)
+    ref = daemon_factory(home).start()
+    ref.wait_live(timeout=300)
+    expected = signature(all_events(ref))
+    ref_sessions = {s["id"]: s for s in ref.call("sessions.list", {"limit": 1000})["sessions"]}
+    ref.stop()
+
+    d = daemon_factory(home)
+    d.start()
+    wait_for(lambda: d.call("status")["events"] > 2000, timeout=120, interval=0.01)
+    assert d.call("status")["state"] == "catching_up"
+    d.stop(signal.SIGKILL)
+    d.start()
+    d.wait_live(timeout=300)
+    got = signature(all_events(d))
+    assert got == expected
+    sessions = {s["id"]: s for s in d.call("sessions.list", {"limit": 1000})["sessions"]}
+    assert sessions.keys() == ref_sessions.keys()
+    for sid, s in sessions.items():
+        r = ref_sessions[sid]
+        assert (s["prompts"], s["tool_calls"], s["messages"], s["tokens"]) == (
+            r["prompts"], r["tool_calls"], r["messages"], r["tokens"]
+        ), sid
+
+
+# ---- the socket ---------------------------------------------------------------------------
+
+
+def _raw(sock_path: Path, payload: bytes) -> list[dict[str, Any]]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(str(sock_path))
+    s.sendall(payload)
+    s.shutdown(socket.SHUT_WR)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return [orjson.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def test_bad_requests_get_errors_and_the_daemon_keeps_serving(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    d.start()
+    d.wait_live()
+    replies = _raw(
+        d.socket_path,
+        b"{not json\n"
+        + b'{"jsonrpc":"2.0","id":1,"method":"nope"}\n'
+        + b'{"jsonrpc":"2.0","id":2,"method":"events.list","params":{"limit":"x"}}\n'
+        + b'{"jsonrpc":"2.0","id":3,"method":"sessions.get","params":{"id":"missing"}}\n'
+        + b'{"jsonrpc":"2.0","id":4,"method":"events.list","params":{"kind":"bogus"}}\n'
+        + b'{"id":5,"method":"status"}\n'
+        + b'{"jsonrpc":"2.0","id":6,"method":"status","params":[1]}\n'
+        + b'{"jsonrpc":"2.0","id":7,"method":"status"}\n',
+    )
+    assert [(r.get("id"), r.get("error", {}).get("code")) for r in replies] == [
+        (None, -32700),
+        (1, -32601),
+        (2, -32602),
+        (3, -32602),
+        (4, -32602),
+        (5, -32600),
+        (6, -32602),
+        (7, None),
+    ]
+    assert replies[-1]["result"]["state"] == "live"
+    big = b'{"jsonrpc":"2.0","id":8,"method":"status","params":{"x":"' + b"a" * (1 << 20) + b'"}}\n'
+    replies = _raw(d.socket_path, big + b'{"jsonrpc":"2.0","id":9,"method":"status"}\n')
+    assert replies[0]["error"]["code"] == -32600 and "1 MiB" in replies[0]["error"]["message"]
+    assert replies[-1]["id"] == 9 and replies[-1]["result"]["state"] == "live"
+
+
+def test_socket_and_database_are_private(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    d.start()
+    d.wait_live()
+    assert os.stat(d.socket_path).st_mode & 0o777 == 0o600
+    assert os.stat(d.socket_path.parent).st_mode & 0o777 == 0o700
+    assert os.stat(d.data_dir).st_mode & 0o777 == 0o700
+    assert os.stat(d.data_dir / "agentsrc.db").st_mode & 0o777 == 0o600
+
+
+def test_second_daemon_refuses_and_stale_socket_is_replaced(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    d.start()
+    d.wait_live()
+    second = d.cli("run", check=False)
+    assert second.returncode == 1
+    assert "another agentsrc daemon" in second.stderr and str(d.data_dir) in second.stderr
+    d.stop(signal.SIGKILL)  # leaves a stale socket behind
+    assert d.socket_path.exists()
+    d.start()
+    assert d.wait_live()["state"] == "live"
+
+
+def test_cli_json_contract(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    f = claude_session(d.home)
+    f.write_bytes(claude_line("u1", text="hello") + claude_line("a1", "assistant", "hi"))
+    d.start()
+    d.wait_live()
+    st = orjson.loads(d.cli("status", "--json").stdout)
+    assert {"state", "files", "sessions", "events", "pending_bytes"} <= st.keys()
+    sessions = orjson.loads(d.cli("sessions", "--json").stdout)
+    assert len(sessions) == 1
+    assert {
+        "id", "agent", "native_id", "cwd", "model", "started_at", "last_event_at", "prompts",
+        "tool_calls", "subagents", "source_state",
+    } <= sessions[0].keys()
+    assert (sessions[0]["agent"], sessions[0]["native_id"], sessions[0]["cwd"]) == (
+        "claude-code", SID, "/work/proj"
+    )
+    evs = orjson.loads(d.cli("events", "--session", SID, "--json").stdout)
+    assert {"id", "session_id", "kind", "ts", "tool", "call_id", "source_path", "offset"} <= evs[0].keys()
+    shown = orjson.loads(d.cli("show", SID[:8], "--json").stdout)
+    assert shown["id"] == f"claude-code:{SID}" and shown["prompts"] == 1
+    tailed = d.cli("tail", "--since-id", "0", "--count", "2", "--json").stdout.splitlines()
+    assert [orjson.loads(x)["id"] for x in tailed] == [evs[0]["id"], evs[1]["id"]]
+
+
+def test_cli_says_when_daemon_is_not_running(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    r = d.cli("status", check=False)
+    assert r.returncode == 3
+    assert "not running" in r.stderr

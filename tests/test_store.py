@@ -1,0 +1,145 @@
+"""The store on a real SQLite file: idempotent inserts, message merging, session and
+turn merging, token accounting, migrations, permissions."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import apsw
+import pytest
+
+from agentsrc_daemon import events as E
+from agentsrc_daemon.store import SCHEMA_VERSION, Batch, Cursor, Reader, Store, connect, migrate
+
+
+def ev(key: str, kind: str, **kw) -> E.Event:  # type: ignore[no-untyped-def]
+    base = dict(
+        key=key,
+        session_id="codex:s1",
+        kind=kind,
+        ts="2025-01-01T00:00:00.000Z",
+        adapter="codex",
+        source_path="/x/a.jsonl",
+        offset=0,
+    )
+    base.update(kw)
+    return E.Event(**base)  # type: ignore[arg-type]
+
+
+def batch(*events: E.Event, facts: list[E.SessionFacts] | None = None) -> Batch:
+    b = Batch(events=list(events), sessions=facts or [])
+    b.cursors["/x/a.jsonl"] = Cursor("/x/a.jsonl", "codex", "jsonl", offset=100)
+    return b
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "db.sqlite")
+    yield s
+    s.close()
+
+
+def test_files_are_private(tmp_path: Path, store: Store) -> None:
+    store.commit(batch(ev("k", E.PROMPT, data={"text": "hi"})))
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(tmp_path / "db.sqlite") + suffix)
+        if p.exists():
+            assert stat.S_IMODE(p.stat().st_mode) == 0o600, suffix
+
+
+def test_reinsert_is_ignored_and_counters_not_doubled(store: Store, tmp_path: Path) -> None:
+    facts = [E.SessionFacts("codex:s1", "codex", "s1", cwd="/w", model="m1")]
+    b1 = batch(ev("p1", E.PROMPT, data={"text": "a"}), ev("c1", E.TOOL_CALL, tool="shell"), facts=facts)
+    assert [e["kind"] for e in store.commit(b1)] == ["prompt", "tool_call"]
+    assert store.commit(b1) == []  # a re-read of the same lines
+    r = Reader(tmp_path / "db.sqlite")
+    s = r.session("codex:s1")
+    assert s is not None
+    assert (s["prompts"], s["tool_calls"], s["cwd"], s["model"]) == (1, 1, "/w", "m1")
+    assert r.event_count() == 2
+
+
+def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
+    b = batch(ev("p1", E.PROMPT, data={"text": "a"}))
+    b.cursors["/x/a.jsonl"].state = {"turn": 3, "pending": {"c": ["shell", {"a": 1}]}}
+    store.commit(b)
+    store.close()
+    s2 = Store(tmp_path / "db.sqlite")
+    c = s2.load_cursors()["/x/a.jsonl"]
+    assert (c.offset, c.state) == (100, {"turn": 3, "pending": {"c": ["shell", {"a": 1}]}})
+    s2.close()
+
+
+def test_message_parts_merge_once(store: Store, tmp_path: Path) -> None:
+    k = "claude-code:message:msg_1"
+    store.commit(batch(ev(k, E.MESSAGE, data={"text": "one", "part": "u1"})))
+    store.commit(batch(ev(k, E.MESSAGE, data={"text": "two", "part": "u2"})))
+    store.commit(batch(ev(k, E.MESSAGE, data={"text": "two", "part": "u2"})))  # re-read
+    r = Reader(tmp_path / "db.sqlite")
+    msgs = r.events(kinds=["message"])
+    assert len(msgs) == 1 and msgs[0]["text"] == "one\n\ntwo"
+    assert r.session("codex:s1")["messages"] == 1  # type: ignore[index]
+
+
+def test_usage_adds_once_per_key(store: Store, tmp_path: Path) -> None:
+    u = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    store.commit(batch(ev("claude-code:usage:m1", E.USAGE, data=u)))
+    store.commit(batch(ev("claude-code:usage:m1", E.USAGE, data=u)))
+    store.commit(batch(ev("claude-code:usage:m2", E.USAGE, data=u)))
+    s = Reader(tmp_path / "db.sqlite").session("codex:s1")
+    assert s is not None and s["tokens"]["total_tokens"] == 30 and s["tokens"]["input_tokens"] == 20
+
+
+def test_first_wins_and_latest_wins(store: Store, tmp_path: Path) -> None:
+    store.commit(batch(facts=[E.SessionFacts("codex:s1", "codex", "s1", cwd="/a", model="m1")]))
+    store.commit(batch(facts=[E.SessionFacts("codex:s1", "codex", "s1", cwd="/b", model="m2")]))
+    s = Reader(tmp_path / "db.sqlite").session("codex:s1")
+    assert s is not None and (s["cwd"], s["model"]) == ("/a", "m2")
+
+
+def test_turns_merge(store: Store, tmp_path: Path) -> None:
+    b = batch()
+    b.turns = [E.TurnFacts("codex:s1", "t1", started_at="2025-01-01T00:00:00Z", cwd="/a")]
+    store.commit(b)
+    b = batch()
+    b.turns = [E.TurnFacts("codex:s1", "t1", ended_at="2025-01-01T00:01:00Z", status="complete")]
+    b.sessions = [E.SessionFacts("codex:s1", "codex", "s1")]
+    store.commit(b)
+    s = Reader(tmp_path / "db.sqlite").session("codex:s1")
+    assert s is not None
+    assert s["turns"] == [
+        {
+            "turn_id": "t1",
+            "started_at": "2025-01-01T00:00:00Z",
+            "ended_at": "2025-01-01T00:01:00Z",
+            "status": "complete",
+            "cwd": "/a",
+            "model": None,
+        }
+    ]
+
+
+def test_migrations_from_every_version(tmp_path: Path) -> None:
+    for start in range(SCHEMA_VERSION):
+        conn = connect(tmp_path / f"m{start}.db")
+        for v in range(start):
+            from agentsrc_daemon.store import MIGRATIONS
+
+            conn.execute(MIGRATIONS[v])
+            conn.execute(f"PRAGMA user_version={v + 1}")
+        assert migrate(conn) == start
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        conn.close()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "new.db")
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    with pytest.raises(RuntimeError, match="newer"):
+        migrate(conn)
+
+
+def test_wal_mode(store: Store) -> None:
+    assert store.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert isinstance(store.conn, apsw.Connection)
