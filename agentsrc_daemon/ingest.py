@@ -30,6 +30,10 @@ ADAPTER_MODULES = {
 }
 
 ADAPTER_ERROR = "adapter_error"
+# Stored prompt/assistant text is cut here (the full length is recorded): a pasted
+# 50 MB log is not worth keeping whole, and holding it twice more for the insert would
+# break the memory bound.
+MAX_STORED_TEXT_CHARS = 256 * 1024
 
 
 def load_adapter(name: str) -> Adapter:
@@ -204,6 +208,12 @@ class Ingestor:
     ) -> None:
         if produced and self.scan is not None:
             produced.extend(self.scan.process(produced))
+        for ev in produced:
+            text = ev.data.get("text")
+            if isinstance(text, str) and len(text) > MAX_STORED_TEXT_CHARS:
+                ev.data["text"] = text[:MAX_STORED_TEXT_CHARS]
+                ev.data["text_chars"] = len(text)
+                ev.data["text_truncated"] = True
         batch.events.extend(produced)
         for sid in sessions_seen:
             # Make sure a session row exists even when a file yields events before facts.

@@ -170,6 +170,23 @@ USAGE_FIELDS = (
 )
 
 
+_COUNTED_KINDS = {
+    PROMPT: "prompts",
+    MESSAGE: "messages",
+    TOOL_CALL: "tool_calls",
+    COMPACTION: "compactions",
+    ERROR: "errors",
+}
+
+
+@dataclass(slots=True)
+class _SessionTally:
+    counts: dict[str, int] = field(default_factory=dict)
+    subagents: set[str] = field(default_factory=set)
+    first_ts: str | None = None
+    last_ts: str | None = None
+
+
 def key_hash(key: str) -> bytes:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
@@ -392,10 +409,13 @@ class Store:
                     "INSERT OR IGNORE INTO sessions(id, agent, native_id) VALUES(?,?,?)",
                     (sid, adapter, native),
                 )
+            tally: dict[str, _SessionTally] = {}
             for ev in batch.events:
                 row = self._insert_event(ev)
                 if row is not None:
                     inserted.append(row)
+                    self._count(ev, tally)
+            self._apply_tally(tally)
             for session_id, path in batch.session_sources:
                 src = self._source_ids.get(path)
                 if src is not None:
@@ -495,7 +515,6 @@ class Store:
             if ev.kind == MESSAGE and "part" in ev.data:
                 self._merge_message_part(kh, ev)
             return None
-        self._count(ev)
         out = event_row_to_json(
             (row[0], ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
              ev.subagent_id, ev.adapter, ev.source_path, ev.offset, data)
@@ -520,36 +539,45 @@ class Store:
         data["parts"] = parts
         self.conn.execute("UPDATE events SET data=? WHERE id=?", (orjson.dumps(data), row[0]))
 
-    def _count(self, ev: Event) -> None:
-        sid = ev.session_id
+    def _count(self, ev: Event, tally: dict[str, _SessionTally]) -> None:
+        """Add an inserted event to its session's tally; applied once per batch."""
+        t = tally.get(ev.session_id)
+        if t is None:
+            t = tally[ev.session_id] = _SessionTally()
         if ev.subagent_id:
-            self.conn.execute(
-                "INSERT OR IGNORE INTO session_subagents(session_id, subagent_id) VALUES(?,?)",
-                (sid, ev.subagent_id),
-            )
-        column = {
-            PROMPT: "prompts",
-            MESSAGE: "messages",
-            TOOL_CALL: "tool_calls",
-            COMPACTION: "compactions",
-            ERROR: "errors",
-        }.get(ev.kind)
+            t.subagents.add(ev.subagent_id)
+        column = _COUNTED_KINDS.get(ev.kind)
         if column:
-            self.conn.execute(f"UPDATE sessions SET {column}={column}+1 WHERE id=?", (sid,))
+            t.counts[column] = t.counts.get(column, 0) + 1
         elif ev.kind == USAGE:
-            values = [int(ev.data.get(f) or 0) for f in USAGE_FIELDS]
-            self.conn.execute(
-                "UPDATE sessions SET "
-                + ", ".join(f"{f}={f}+?" for f in USAGE_FIELDS)
-                + " WHERE id=?",
-                (*values, sid),
-            )
+            for f in USAGE_FIELDS:
+                v = ev.data.get(f)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    t.counts[f] = t.counts.get(f, 0) + v
         if ev.ts:
-            self.conn.execute(
-                "UPDATE sessions SET last_event_at=MAX(COALESCE(last_event_at,''), ?),"
-                " started_at=COALESCE(started_at, ?) WHERE id=?",
-                (ev.ts, ev.ts, sid),
-            )
+            if t.first_ts is None or ev.ts < t.first_ts:
+                t.first_ts = ev.ts
+            if t.last_ts is None or ev.ts > t.last_ts:
+                t.last_ts = ev.ts
+
+    def _apply_tally(self, tally: dict[str, _SessionTally]) -> None:
+        for sid, t in tally.items():
+            for sub in t.subagents:
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO session_subagents(session_id, subagent_id) VALUES(?,?)",
+                    (sid, sub),
+                )
+            sets = [f"{c}={c}+?" for c in t.counts]
+            args: list[Any] = list(t.counts.values())
+            if t.last_ts:
+                sets.append("last_event_at=MAX(COALESCE(last_event_at,''), ?)")
+                args.append(t.last_ts)
+            if t.first_ts:
+                sets.append("started_at=COALESCE(started_at, ?)")
+                args.append(t.first_ts)
+            if sets:
+                args.append(sid)
+                self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
 
     # ---- small writes outside batches ---------------------------------------------
 

@@ -29,6 +29,7 @@ from .store import Cursor
 
 HEAD_BYTES = 4096  # how much of the file's start identifies it
 CHUNK_BYTES = 1 << 20
+BIG_LINE_BYTES = 4 << 20  # lines over this are released from the buffer before parsing
 
 # Skip reasons (keys of Cursor.skipped)
 EMPTY = "empty"
@@ -187,16 +188,27 @@ def _read_loop(
                 break
             line_offset = pos + start
             raw = memoryview(buf)[start:nl]
+            obj = None
+            crc = 0
             if nl - start > max_line:
                 _count(cursor, OVERSIZE)
             else:
                 obj = decode_line(raw, cursor)
-                if obj is not None:
-                    on_line(Line(line_offset, obj, zlib.crc32(raw)))
+                crc = zlib.crc32(raw) if obj is not None else 0
             raw.release()
             cursor.lines += 1
             start = nl + 1
             consumed_any = True
+            if start > BIG_LINE_BYTES:
+                # A very long line: drop its bytes before the adapter sees the decoded
+                # object, so the two are never held at once (the memory bound).
+                del buf[:start]
+                pos += start
+                start = 0
+                cursor.offset = pos
+                result.changed = True
+            if obj is not None:
+                on_line(Line(line_offset, obj, crc))
         if start:
             del buf[:start]
             pos += start

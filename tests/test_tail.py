@@ -302,3 +302,15 @@ TailMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_tail_state_machine = TailMachine.TestCase
+
+
+def test_big_line_under_the_cap_is_parsed_and_offset_advances(tmp_path: Path) -> None:
+    p = tmp_path / "a.jsonl"
+    big = orjson.dumps({"big": "b" * (tail.BIG_LINE_BYTES + 10)}) + b"\n"
+    p.write_bytes(big + b'{"after":1}\n')
+    c = Cursor(str(p), "codex", "jsonl")
+    lines, _ = read_all(p, c, max_line=64 << 20)
+    assert [(ln.offset, list(ln.obj)) for ln in lines] == [(0, ["big"]), (len(big), ["after"])]
+    assert c.offset == p.stat().st_size and c.skipped == {}
+    c2 = roundtrip(c)
+    assert read_all(p, c2)[0] == []

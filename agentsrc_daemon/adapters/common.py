@@ -70,7 +70,10 @@ def normalize_ts(value: Any) -> str | None:
             return s
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
-        dt = dt.astimezone(UTC)
+        try:
+            dt = dt.astimezone(UTC)
+        except (OverflowError, ValueError):  # e.g. 0001-01-01T00:00+01:00
+            return s
         return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
     return None
 

@@ -1,0 +1,426 @@
+"""`agentsrc doctor`: check what the daemon depends on and say how to fix what is wrong.
+
+Each check is a `Check(name, ok, detail, fix)`. A check can be ok with a warning: things
+worth knowing that are not faults. Decisions:
+
+- A missing agent root is a warning, not a failure: a machine that has Codex but never ran
+  Claude Code has no ~/.claude/projects, and that is normal. If none of the roots exists
+  there is nothing to record, which is a failure (most likely a wrong path in the config).
+- The service not being installed is a warning (someone may run `agentsrc run` in a
+  terminal on purpose); installed but not running is a failure.
+- A missing database or socket is a failure: the daemon creates both, so it has not run.
+- The integrity check (PRAGMA quick_check) opens the database read-only and runs only when
+  the file exists; the permissions check already reports a missing one.
+
+Exit status 0 only when every check is ok (warnings included as ok).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shlex
+import stat
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from agentsrc_daemon.config import Config
+from agentsrc_daemon.service import (
+    ServiceError,
+    ServiceStatus,
+    ServiceTarget,
+    service_status,
+)
+
+MAX_USER_WATCHES = Path("/proc/sys/fs/inotify/max_user_watches")
+# What the fix suggests at least: the value most distributions now ship, 8x the old 65536.
+SUGGESTED_MIN_WATCHES = 524288
+QUICK_CHECK_BUSY_MS = 5000
+DAEMON_TIMEOUT = 5.0  # seconds: a daemon that takes longer to answer "status" is unwell
+
+# Adapter name -> the key under [roots] in the config file.
+ROOT_CONFIG_KEYS = {"codex": "codex", "claude-code": "claude", "muse": "muse"}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+    warning: bool = False  # ok, but worth a look
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _q(path: Path) -> str:
+    return shlex.quote(str(path))
+
+
+# --- roots ---------------------------------------------------------------------------
+
+
+def check_roots(cfg: Config) -> list[Check]:
+    checks: list[Check] = []
+    present = 0
+    config_file = cfg.config_file or "~/.config/agentsrc/config.toml"
+    for agent, root in cfg.roots().items():
+        name = f"root {agent}"
+        key = ROOT_CONFIG_KEYS.get(agent, agent)
+        if not root.exists():
+            checks.append(
+                Check(
+                    name,
+                    True,
+                    f"{root} does not exist: normal when {agent} is not used on this machine",
+                    f"if {agent} keeps its transcripts elsewhere, set [roots] {key} = "
+                    f'"<dir>" in {config_file}',
+                    warning=True,
+                )
+            )
+            continue
+        present += 1
+        if not root.is_dir():
+            checks.append(
+                Check(name, False, f"{root} is not a directory", f"set [roots] {key} to a dir")
+            )
+        elif not os.access(root, os.R_OK | os.X_OK):
+            checks.append(
+                Check(name, False, f"{root} is not readable by this user", f"chmod u+rx {_q(root)}")
+            )
+        else:
+            checks.append(Check(name, True, f"{root} is readable"))
+    if present == 0:
+        checks.append(
+            Check(
+                "roots",
+                False,
+                "none of the agent roots exists: there is nothing to record",
+                f"point [roots] in {config_file} at where the agents write their transcripts",
+            )
+        )
+    return checks
+
+
+# --- permissions ---------------------------------------------------------------------
+
+
+def _private_mode(
+    name: str, path: Path, st: os.stat_result, uid: int, want: int, what: str
+) -> Check:
+    if st.st_uid != uid:
+        return Check(
+            name,
+            False,
+            f"{what} {path} is owned by uid {st.st_uid}, not by this user (uid {uid})",
+            f"sudo chown $(id -un) {_q(path)}",
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if mode != want:
+        return Check(
+            name,
+            False,
+            f"{what} {path} has mode {mode:04o}, want {want:04o}",
+            f"chmod {want:o} {_q(path)}",
+        )
+    return Check(name, True, f"{what} {path} is {want:04o}")
+
+
+def _not_yet(name: str, what: str, path: Path) -> Check:
+    return Check(
+        name,
+        False,
+        f"{what} {path} does not exist: the daemon has not run (it creates it)",
+        "agentsrc install (or run `agentsrc run` in a terminal)",
+    )
+
+
+def check_data_dir(cfg: Config, uid: int) -> Check:
+    path = cfg.data_dir
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return _not_yet("data dir", "data dir", path)
+    if not stat.S_ISDIR(st.st_mode):
+        return Check("data dir", False, f"{path} is not a directory", f"move {_q(path)} away")
+    return _private_mode("data dir", path, st, uid, 0o700, "data dir")
+
+
+def check_database_file(cfg: Config, uid: int) -> Check:
+    db = cfg.db_path
+    try:
+        st = db.stat()
+    except FileNotFoundError:
+        return _not_yet("database", "database", db)
+    result = _private_mode("database", db, st, uid, 0o600, "database")
+    if not result.ok:
+        return result
+    # SQLite's side files hold the newest events until a checkpoint: same privacy.
+    for suffix in ("-wal", "-shm"):
+        side = db.with_name(db.name + suffix)
+        try:
+            side_st = side.stat()
+        except FileNotFoundError:
+            continue
+        side_check = _private_mode("database", side, side_st, uid, 0o600, "database file")
+        if not side_check.ok:
+            return side_check
+    return result
+
+
+def check_socket(cfg: Config, uid: int) -> Check:
+    sock = cfg.socket_path
+    parent = sock.parent
+    try:
+        parent_st = parent.stat()
+    except FileNotFoundError:
+        return _not_yet("socket", "socket dir", parent)
+    dir_check = _private_mode("socket", parent, parent_st, uid, 0o700, "socket dir")
+    if not dir_check.ok:
+        return dir_check
+    try:
+        st = sock.lstat()
+    except FileNotFoundError:
+        return Check(
+            "socket",
+            False,
+            f"no socket at {sock}: the daemon is not running",
+            "agentsrc service status (then start it: agentsrc install)",
+        )
+    if not stat.S_ISSOCK(st.st_mode):
+        return Check(
+            "socket",
+            False,
+            f"{sock} is not a socket",
+            f"stop the daemon, remove {_q(sock)}, start it again",
+        )
+    return _private_mode("socket", sock, st, uid, 0o600, "socket")
+
+
+# --- inotify -------------------------------------------------------------------------
+
+
+def count_directories(roots: Iterable[Path]) -> int:
+    """Directories an inotify watcher needs a watch for: each existing root and all below."""
+    total = 0
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for _dirpath, _dirnames, _files in os.walk(root, followlinks=False):
+            total += 1
+    return total
+
+
+def suggested_watches(directories: int) -> int:
+    want = max(SUGGESTED_MIN_WATCHES, directories * 4)
+    return 1 << (want - 1).bit_length()  # round up to a power of two
+
+
+def check_inotify(cfg: Config, limit_path: Path, platform: str) -> Check:
+    if not platform.startswith("linux"):
+        return Check("inotify", True, "not Linux: no inotify watch limit applies")
+    try:
+        limit = int(limit_path.read_text().strip())
+    except (OSError, ValueError) as exc:
+        return Check("inotify", True, f"cannot read {limit_path}: {exc}", warning=True)
+    dirs = count_directories(cfg.roots().values())
+    suggest = suggested_watches(dirs)
+    fix = (
+        f"echo fs.inotify.max_user_watches={suggest} | sudo tee "
+        "/etc/sysctl.d/60-agentsrc-inotify.conf && sudo sysctl --system"
+    )
+    detail = f"{dirs} directories to watch, max_user_watches is {limit}"
+    if dirs >= limit:
+        return Check("inotify", False, detail + ": not enough watches", fix)
+    if dirs > limit // 2:
+        # The limit is per user and shared with editors, IDEs and file sync tools.
+        return Check("inotify", True, detail + ": over half used", fix, warning=True)
+    return Check("inotify", True, detail)
+
+
+# --- service -------------------------------------------------------------------------
+
+
+def _manager_fix(status: ServiceStatus, fix_linux: str, fix_mac: str) -> str:
+    return fix_linux if status.manager == "systemd" else fix_mac
+
+
+def check_service(status: ServiceStatus) -> Check:
+    logs = _manager_fix(status, "journalctl --user -u agentsrc -e", "see ~/Library/Logs/agentsrc/")
+    if not status.installed:
+        return Check(
+            "service",
+            True,
+            f"not installed as a {status.manager} service ({status.service_file} missing): "
+            "it will not start at login",
+            "agentsrc install",
+            warning=True,
+        )
+    if status.error:
+        return Check("service", False, status.error, "run doctor from your own login session")
+    if not status.loaded:
+        return Check(
+            "service",
+            False,
+            f"{status.service_file} exists but the manager has not loaded it ({status.state})",
+            "agentsrc install (it reloads the manager and starts the service)",
+        )
+    if not status.active:
+        restart = _manager_fix(status, "systemctl --user restart agentsrc", "agentsrc install")
+        return Check("service", False, f"{status.state}", f"{restart}; logs: {logs}")
+    detail = status.state
+    if status.pid:
+        detail += f", pid {status.pid}"
+    if status.restarts:
+        detail += f", restarted {status.restarts} times (logs: {logs})"
+    unit_file_state = status.properties.get("UnitFileState")
+    if status.manager == "systemd" and unit_file_state not in (None, "", "enabled"):
+        return Check(
+            "service",
+            True,
+            f"{detail}, but {unit_file_state}: it will not start at the next login",
+            "systemctl --user enable agentsrc",
+            warning=True,
+        )
+    return Check("service", True, detail)
+
+
+def default_service_status(cfg: Config) -> ServiceStatus:
+    target = ServiceTarget.current(cfg, need_executable=False)
+    return service_status(target)
+
+
+# --- database integrity --------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    return " ".join(text.split())[:limit]
+
+
+def check_integrity(cfg: Config) -> Check | None:
+    db = cfg.db_path
+    if not db.is_file():
+        return None  # reported by check_database_file
+    stop_first = "stop the daemon (systemctl --user stop agentsrc), back the file up, then "
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.setbusytimeout(QUICK_CHECK_BUSY_MS)
+            rows = [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        return Check(
+            "integrity",
+            False,
+            f"cannot check {db}: {type(exc).__name__}: {exc}",
+            stop_first + "move it aside and let the daemon rebuild it from the transcripts",
+        )
+    if rows == ["ok"]:
+        return Check("integrity", True, "PRAGMA quick_check: ok")
+    return Check(
+        "integrity",
+        False,
+        f"PRAGMA quick_check found {len(rows)} problem(s), first: {_one_line(rows[0])}",
+        stop_first + "move it aside and let the daemon rebuild it from the transcripts "
+        "(only what is still on disk comes back)",
+    )
+
+
+# --- the daemon itself ---------------------------------------------------------------
+
+
+def ask_daemon_status(cfg: Config) -> Any:
+    """The daemon's answer to "status" over its socket (the lead's client module)."""
+    module = importlib.import_module("agentsrc_daemon.client")
+    client = module.Client(cfg.socket_path, timeout=DAEMON_TIMEOUT)
+    try:
+        return client.call("status", {})
+    finally:
+        close = getattr(client, "close", None)
+        if callable(close):
+            close()
+
+
+def summarize_answer(answer: Any, limit: int = 5) -> str:
+    if isinstance(answer, Mapping):
+        scalars = [f"{k}={v}" for k, v in answer.items() if isinstance(v, str | int | float | bool)]
+        return ", ".join(scalars[:limit]) or "answered"
+    return "answered"
+
+
+def check_daemon(cfg: Config, ask: Callable[[Config], Any]) -> Check:
+    try:
+        answer = ask(cfg)
+    except ImportError as exc:
+        return Check(
+            "daemon", False, f"cannot ask the daemon: no client in this build ({exc})", None
+        )
+    except Exception as exc:  # any failure to get an answer is the finding itself
+        return Check(
+            "daemon",
+            False,
+            f"no answer on {cfg.socket_path}: {type(exc).__name__}: {exc}",
+            "agentsrc service status; logs: journalctl --user -u agentsrc -e "
+            "(macOS: ~/Library/Logs/agentsrc/)",
+        )
+    return Check("daemon", True, f"answered on {cfg.socket_path}: {summarize_answer(answer)}")
+
+
+# --- all together --------------------------------------------------------------------
+
+
+def run_checks(
+    cfg: Config,
+    *,
+    uid: int | None = None,
+    platform: str | None = None,
+    max_watches_path: Path = MAX_USER_WATCHES,
+    get_service_status: Callable[[Config], ServiceStatus] = default_service_status,
+    ask_daemon: Callable[[Config], Any] = ask_daemon_status,
+) -> list[Check]:
+    """Every check, in the order a person would fix them. The keyword arguments are seams
+    for tests: the user, the platform, the inotify limit file, the service manager and the
+    daemon's socket."""
+    uid = os.geteuid() if uid is None else uid
+    platform = sys.platform if platform is None else platform
+    checks = check_roots(cfg)
+    checks.append(check_data_dir(cfg, uid))
+    checks.append(check_database_file(cfg, uid))
+    checks.append(check_socket(cfg, uid))
+    checks.append(check_inotify(cfg, max_watches_path, platform))
+    try:
+        checks.append(check_service(get_service_status(cfg)))
+    except ServiceError as exc:
+        checks.append(Check("service", True, str(exc), warning=True))
+    integrity = check_integrity(cfg)
+    if integrity is not None:
+        checks.append(integrity)
+    checks.append(check_daemon(cfg, ask_daemon))
+    return checks
+
+
+def exit_code(checks: Iterable[Check]) -> int:
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def format_report(checks: list[Check]) -> str:
+    lines: list[str] = []
+    for c in checks:
+        mark = "FAIL" if not c.ok else ("warn" if c.warning else " ok ")
+        lines.append(f"[{mark}] {c.name}: {c.detail}")
+        if c.fix and (not c.ok or c.warning):
+            lines.append(f"       fix: {c.fix}")
+    failed = sum(1 for c in checks if not c.ok)
+    warned = sum(1 for c in checks if c.ok and c.warning)
+    if failed:
+        lines.append(f"{failed} problem(s) to fix, {warned} warning(s)")
+    else:
+        lines.append(f"all is well ({warned} warning(s))" if warned else "all is well")
+    return "\n".join(lines)

@@ -1,0 +1,331 @@
+"""Benchmarks of the real daemon, measured side by side in one run. Prints figures
+and ratios; docs/performance.md records them with the command that made them.
+
+    .venv/bin/python bench/run.py backfill [--copies 20] [--repeats 3] [--scan both]
+    .venv/bin/python bench/run.py latency [--files 20] [--appends 50]
+    .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
+    .venv/bin/python bench/run.py all
+
+Machines here are noisy: each figure is a median of repeats, and ratios compare
+figures taken in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from replicate import replicate  # noqa: E402
+
+from agentsrc_daemon.client import Client, DaemonNotRunning  # noqa: E402
+
+CORPUS = Path(
+    os.environ.get("AGENTSRC_CORPUS", REPO.parent / "shared" / "corpus" / "home")
+)
+BIG_LINE_BYTES = 50 * 1000 * 1000
+
+
+class Daemon:
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.dir = Path(tempfile.mkdtemp(prefix="asb-", dir="/tmp"))
+        self.sock = self.dir / "s" / "agentsrc.sock"
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(home),
+            "AGENTSRC_DATA_DIR": str(self.dir / "data"),
+            "AGENTSRC_SOCKET": str(self.sock),
+            "XDG_CONFIG_HOME": str(self.dir / "cfg"),
+        }
+        self.env.update(env or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> float:
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", "--log-level", "warning"],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.dir / "log", "wb"),  # noqa: SIM115
+            cwd=str(REPO),
+        )
+        return t0
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        with Client(self.sock, timeout=60) as c:
+            return c.call(method, params or {})
+
+    def wait_live(self, poll: float = 0.05) -> dict[str, Any]:
+        while True:
+            try:
+                st = self.call("status")
+                if st["state"] == "live":
+                    return st
+            except DaemonNotRunning:
+                pass
+            assert self.proc is not None and self.proc.poll() is None, (self.dir / "log").read_text()
+            time.sleep(poll)
+
+    def peak_rss_mb(self) -> float:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def cpu_seconds(self) -> float:
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.proc = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def jsonl_files(home: Path) -> list[Path]:
+    return sorted(p for p in home.rglob("*.jsonl") if p.is_file())
+
+
+def plain_parse(home: Path) -> tuple[float, int]:
+    """The floor: read every JSONL file in 1 MiB chunks, split lines, orjson.loads."""
+    t0 = time.perf_counter()
+    total = 0
+    for p in jsonl_files(home):
+        with p.open("rb") as fh:
+            rest = b""
+            while True:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    if line:
+                        try:
+                            orjson.loads(line)
+                        except orjson.JSONDecodeError:
+                            pass
+    return time.perf_counter() - t0, total
+
+
+def make_home(copies: int, base: Path) -> Path:
+    home = base / f"home-{copies}"
+    if not home.exists():
+        replicate(CORPUS, home, copies)
+        # One Claude session whose single line is 50 MB: peak memory must stay bounded.
+        big_dir = home / ".claude" / "projects" / "-bench-bigline"
+        big_dir.mkdir(parents=True, exist_ok=True)
+        rec = {
+            "type": "user",
+            "sessionId": "99999999-0000-0000-0000-000000000000",
+            "uuid": "big-1",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "cwd": "/bench",
+            "message": {"role": "user", "content": "x" * (BIG_LINE_BYTES - 200)},
+        }
+        (big_dir / "99999999-0000-0000-0000-000000000000.jsonl").write_bytes(orjson.dumps(rec) + b"\n")
+    return home
+
+
+def bench_backfill(args: argparse.Namespace) -> None:
+    base = Path(args.workdir)
+    base.mkdir(parents=True, exist_ok=True)
+    home = make_home(args.copies, base)
+    size = sum(p.stat().st_size for p in jsonl_files(home))
+    print(f"backfill: {args.copies} copies of the corpus + one 50 MB line: {size / 1e6:.0f} MB of JSONL")
+    modes = {"off": [False], "on": [True], "both": [False, True]}[args.scan]
+    parse_times: list[float] = []
+    runs: dict[bool, list[tuple[float, float, int]]] = {m: [] for m in modes}
+    for r in range(args.repeats):
+        pt, _ = plain_parse(home)
+        parse_times.append(pt)
+        for scan in modes:
+            d = Daemon(home, {"AGENTSRC_SCAN": "1" if scan else "0"})
+            try:
+                t0 = d.start()
+                st = d.wait_live(poll=0.02)
+                elapsed = time.perf_counter() - t0
+                runs[scan].append((elapsed, d.peak_rss_mb(), st["events"]))
+            finally:
+                d.stop()
+        print(f"  repeat {r + 1}: parse {pt:.2f}s; " + "; ".join(
+            f"daemon scan={'on' if s else 'off'} {runs[s][-1][0]:.2f}s rss {runs[s][-1][1]:.0f} MB"
+            for s in modes))
+    parse = statistics.median(parse_times)
+    print(f"plain orjson parse: median {parse:.2f}s = {size / 1e6 / parse:.0f} MB/s")
+    results: dict[bool, float] = {}
+    for scan in modes:
+        t = statistics.median(x[0] for x in runs[scan])
+        results[scan] = t
+        rss = max(x[1] for x in runs[scan])
+        print(
+            f"daemon cold backfill, scanning {'on' if scan else 'off'}: median {t:.2f}s = "
+            f"{size / 1e6 / t:.1f} MB/s, {runs[scan][0][2]} events, peak RSS {rss:.0f} MB, "
+            f"ratio to parse {t / parse:.2f}x"
+        )
+    if True in results and False in results:
+        print(f"scanning on / off: {results[True] / results[False]:.2f}x")
+
+
+def bench_latency(args: argparse.Namespace) -> None:
+    base = Path(tempfile.mkdtemp(prefix="asl-"))
+    home = base / "home"
+    proj = home / ".claude" / "projects" / "-bench-latency"
+    proj.mkdir(parents=True)
+    files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
+    for f in files:
+        f.write_bytes(b"")
+    d = Daemon(home)
+    latencies: list[float] = []
+    sent: dict[str, float] = {}
+    lock = threading.Lock()
+    try:
+        d.start()
+        d.wait_live()
+        done = threading.Event()
+        expected = args.files * args.appends
+        ready = threading.Event()
+
+        def listen() -> None:
+            with Client(d.sock, timeout=60) as c:
+                for msg in c.subscribe({"kinds": ["prompt"]}):
+                    if msg["method"] == "subscribed":
+                        ready.set()
+                        continue
+                    if msg["method"] != "event":
+                        continue
+                    now = time.perf_counter()
+                    text = msg["params"].get("text", "")
+                    with lock:
+                        t = sent.pop(text, None)
+                    if t is not None:
+                        latencies.append(now - t)
+                    if len(latencies) >= expected:
+                        done.set()
+                        return
+
+        threading.Thread(target=listen, daemon=True).start()
+        ready.wait(10)
+
+        def writer(i: int, f: Path) -> None:
+            for n in range(args.appends):
+                token = f"f{i}-n{n}"
+                rec = {
+                    "type": "user",
+                    "sessionId": f.stem,
+                    "uuid": token,
+                    "timestamp": "2026-01-01T00:00:00Z",
+                    "cwd": "/bench",
+                    "message": {"role": "user", "content": token},
+                }
+                line = orjson.dumps(rec) + b"\n"
+                with lock:
+                    sent[token] = time.perf_counter()
+                with f.open("ab") as fh:
+                    fh.write(line)
+                time.sleep(0.1)
+
+        threads = [threading.Thread(target=writer, args=(i, f)) for i, f in enumerate(files)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        done.wait(30)
+    finally:
+        d.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    latencies.sort()
+    n = len(latencies)
+    p50 = latencies[n // 2] * 1000
+    p99 = latencies[min(n - 1, int(n * 0.99))] * 1000
+    print(
+        f"latency append -> subscriber, {args.files} files appended concurrently, {n} events: "
+        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+    )
+
+
+def bench_idle(args: argparse.Namespace) -> None:
+    base = Path(tempfile.mkdtemp(prefix="asi-"))
+    home = base / "home"
+    for i in range(args.files):
+        proj = home / ".claude" / "projects" / f"-idle-{i % 25}"
+        proj.mkdir(parents=True, exist_ok=True)
+        rec = {
+            "type": "user",
+            "sessionId": f"{i:08d}-1111-1111-1111-111111111111",
+            "uuid": f"u{i}",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "cwd": "/idle",
+            "message": {"role": "user", "content": "hello"},
+        }
+        (proj / f"{i:08d}-1111-1111-1111-111111111111.jsonl").write_bytes(orjson.dumps(rec) + b"\n")
+    d = Daemon(home)
+    try:
+        d.start()
+        st = d.wait_live()
+        assert st["files"] == args.files, st["files"]
+        time.sleep(2)
+        c0, t0 = d.cpu_seconds(), time.perf_counter()
+        time.sleep(args.seconds)
+        c1, t1 = d.cpu_seconds(), time.perf_counter()
+    finally:
+        d.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    pct = (c1 - c0) / (t1 - t0) * 100
+    print(
+        f"idle: {args.files} files tracked, {args.seconds:.0f} s: CPU {c1 - c0:.2f} s "
+        f"= {pct:.2f}% of one core (reconcile every 30 s)"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("backfill")
+    b.add_argument("--copies", type=int, default=20)
+    b.add_argument("--repeats", type=int, default=3)
+    b.add_argument("--scan", choices=["off", "on", "both"], default="both")
+    b.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    lat = sub.add_parser("latency")
+    lat.add_argument("--files", type=int, default=20)
+    lat.add_argument("--appends", type=int, default=50)
+    idle = sub.add_parser("idle")
+    idle.add_argument("--files", type=int, default=500)
+    idle.add_argument("--seconds", type=float, default=60)
+    sub.add_parser("all")
+    args = ap.parse_args()
+    if args.cmd == "all":
+        bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench"))
+        bench_latency(argparse.Namespace(files=20, appends=50))
+        bench_idle(argparse.Namespace(files=500, seconds=60))
+    else:
+        {"backfill": bench_backfill, "latency": bench_latency, "idle": bench_idle}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

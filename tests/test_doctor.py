@@ -1,0 +1,529 @@
+"""`agentsrc doctor` against a temporary setup: all good, then each thing broken in turn."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from agentsrc_daemon import doctor
+from agentsrc_daemon.config import Config
+from agentsrc_daemon.doctor import Check, run_checks
+from agentsrc_daemon.service import ServiceStatus
+from agentsrc_daemon.service_cli import register
+
+UID = os.geteuid()
+
+
+def running_service() -> ServiceStatus:
+    return ServiceStatus(
+        manager="systemd",
+        service_file=Path("/home/ada/.config/systemd/user/agentsrc.service"),
+        installed=True,
+        loaded=True,
+        active=True,
+        state="active (running)",
+        pid=4321,
+        restarts=0,
+        last_exit=0,
+        properties={"UnitFileState": "enabled"},
+    )
+
+
+def live_daemon(cfg: Config) -> Any:
+    return {"state": "live", "events": 12, "files": {"done": 3}}
+
+
+@dataclass
+class Setup:
+    cfg: Config
+    limit_file: Path
+    service: ServiceStatus
+    ask: Callable[[Config], Any]
+
+    def checks(self, **overrides: Any) -> list[Check]:
+        kwargs: dict[str, Any] = {
+            "uid": UID,
+            "platform": "linux",
+            "max_watches_path": self.limit_file,
+            "get_service_status": lambda cfg: self.service,
+            "ask_daemon": self.ask,
+        }
+        kwargs.update(overrides)
+        return run_checks(self.cfg, **kwargs)
+
+    def by_name(self, **overrides: Any) -> dict[str, Check]:
+        return {c.name: c for c in self.checks(**overrides)}
+
+
+def make_database(path: Path) -> None:
+    conn = apsw.Connection(str(path))
+    conn.execute(
+        "CREATE TABLE events(id INTEGER PRIMARY KEY, kind TEXT); CREATE INDEX k ON events(kind)"
+    )
+    with conn:
+        for n in range(20):
+            conn.execute("INSERT INTO events(kind) VALUES (?)", (f"kind-{n:03d}",))
+    conn.close()
+    path.chmod(0o600)
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[Setup]:
+    home = tmp_path / "home"
+    codex = home / ".codex"
+    claude = home / ".claude" / "projects"
+    muse = home / "agents"
+    for d in (codex / "sessions" / "2025" / "11" / "29", claude / "-work-app", muse / "s1"):
+        d.mkdir(parents=True)
+    data = home / ".local" / "share" / "agentsrc"
+    data.mkdir(parents=True, mode=0o700)
+    data.chmod(0o700)
+    make_database(data / "agentsrc.db")
+    # A real bound socket, in a short directory: AF_UNIX paths are limited to ~108 bytes.
+    run_dir = Path(tempfile.mkdtemp(prefix="asrc-doc-", dir="/tmp"))
+    sock_dir = run_dir / "agentsrc"
+    sock_dir.mkdir(mode=0o700)
+    sock_dir.chmod(0o700)
+    sock_path = sock_dir / "agentsrc.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock_path))
+    sock_path.chmod(0o600)
+    limit = tmp_path / "max_user_watches"
+    limit.write_text("65536\n")
+    cfg = Config(
+        home=home,
+        codex_root=codex,
+        claude_root=claude,
+        muse_root=muse,
+        data_dir=data,
+        socket_path=sock_path,
+    )
+    try:
+        yield Setup(cfg, limit, running_service(), live_daemon)
+    finally:
+        listener.close()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_all_good(setup: Setup) -> None:
+    checks = setup.checks()
+    assert [c.name for c in checks] == [
+        "root codex",
+        "root claude-code",
+        "root muse",
+        "data dir",
+        "database",
+        "socket",
+        "inotify",
+        "service",
+        "integrity",
+        "daemon",
+    ]
+    assert [c for c in checks if not c.ok or c.warning] == []
+    assert doctor.exit_code(checks) == 0
+    by_name = {c.name: c for c in checks}
+    # .codex, sessions, 2025, 11, 29 + projects, -work-app + agents, s1
+    assert by_name["inotify"].detail == "9 directories to watch, max_user_watches is 65536"
+    assert by_name["database"].detail == f"database {setup.cfg.db_path} is 0600"
+    assert by_name["integrity"].detail == "PRAGMA quick_check: ok"
+    assert by_name["service"].detail == "active (running), pid 4321"
+    assert by_name["daemon"].detail == (
+        f"answered on {setup.cfg.socket_path}: state=live, events=12"
+    )
+    report = doctor.format_report(checks)
+    assert report.splitlines()[-1] == "all is well"
+    assert "fix:" not in report
+
+
+def assert_fails(checks: list[Check], name: str, detail: str, fix: str | None) -> Check:
+    failing = [c for c in checks if not c.ok]
+    assert [c.name for c in failing] == [name], failing
+    assert detail in failing[0].detail
+    assert failing[0].fix == fix
+    assert doctor.exit_code(checks) == 1
+    return failing[0]
+
+
+def test_data_dir_mode(setup: Setup) -> None:
+    setup.cfg.data_dir.chmod(0o755)
+    assert_fails(
+        setup.checks(),
+        "data dir",
+        f"data dir {setup.cfg.data_dir} has mode 0755, want 0700",
+        f"chmod 700 {setup.cfg.data_dir}",
+    )
+
+
+def test_database_mode(setup: Setup) -> None:
+    setup.cfg.db_path.chmod(0o644)
+    assert_fails(
+        setup.checks(),
+        "database",
+        "has mode 0644, want 0600",
+        f"chmod 600 {setup.cfg.db_path}",
+    )
+
+
+def test_database_side_file_mode(setup: Setup) -> None:
+    wal = setup.cfg.db_path.with_name("agentsrc.db-wal")
+    wal.write_bytes(b"")
+    wal.chmod(0o644)
+    assert_fails(
+        setup.checks(), "database", f"database file {wal} has mode 0644", f"chmod 600 {wal}"
+    )
+
+
+def test_database_missing(setup: Setup) -> None:
+    setup.cfg.db_path.unlink()
+    checks = setup.checks()
+    assert_fails(
+        checks,
+        "database",
+        "does not exist: the daemon has not run (it creates it)",
+        "agentsrc install (or run `agentsrc run` in a terminal)",
+    )
+    assert "integrity" not in [c.name for c in checks]
+
+
+def test_data_dir_missing(setup: Setup) -> None:
+    shutil.rmtree(setup.cfg.data_dir)
+    failing = [c.name for c in setup.checks() if not c.ok]
+    assert failing == ["data dir", "database"]
+
+
+def test_not_owned_by_this_user(setup: Setup) -> None:
+    checks = setup.checks(uid=UID + 4242)
+    failing = {c.name: c for c in checks if not c.ok}
+    assert sorted(failing) == ["data dir", "database", "socket"]
+    assert failing["data dir"].detail == (
+        f"data dir {setup.cfg.data_dir} is owned by uid {UID}, not by this user (uid {UID + 4242})"
+    )
+    assert failing["data dir"].fix == f"sudo chown $(id -un) {setup.cfg.data_dir}"
+
+
+def test_socket_mode(setup: Setup) -> None:
+    setup.cfg.socket_path.chmod(0o666)
+    assert_fails(
+        setup.checks(), "socket", "has mode 0666, want 0600", f"chmod 600 {setup.cfg.socket_path}"
+    )
+
+
+def test_socket_dir_mode(setup: Setup) -> None:
+    setup.cfg.socket_path.parent.chmod(0o755)
+    assert_fails(
+        setup.checks(),
+        "socket",
+        f"socket dir {setup.cfg.socket_path.parent} has mode 0755, want 0700",
+        f"chmod 700 {setup.cfg.socket_path.parent}",
+    )
+
+
+def test_socket_missing(setup: Setup) -> None:
+    setup.cfg.socket_path.unlink()
+    assert_fails(
+        setup.checks(),
+        "socket",
+        f"no socket at {setup.cfg.socket_path}: the daemon is not running",
+        "agentsrc service status (then start it: agentsrc install)",
+    )
+
+
+def test_socket_path_is_a_plain_file(setup: Setup) -> None:
+    setup.cfg.socket_path.unlink()
+    setup.cfg.socket_path.write_text("")
+    assert_fails(
+        setup.checks(),
+        "socket",
+        f"{setup.cfg.socket_path} is not a socket",
+        f"stop the daemon, remove {setup.cfg.socket_path}, start it again",
+    )
+
+
+def test_too_few_inotify_watches(setup: Setup) -> None:
+    setup.limit_file.write_text("8\n")
+    check = assert_fails(
+        setup.checks(),
+        "inotify",
+        "9 directories to watch, max_user_watches is 8: not enough watches",
+        "echo fs.inotify.max_user_watches=524288 | sudo tee "
+        "/etc/sysctl.d/60-agentsrc-inotify.conf && sudo sysctl --system",
+    )
+    assert check.detail.endswith("not enough watches")
+
+
+def test_inotify_over_half_used_is_a_warning(setup: Setup) -> None:
+    setup.limit_file.write_text("16\n")
+    checks = setup.checks()
+    inotify = {c.name: c for c in checks}["inotify"]
+    assert (inotify.ok, inotify.warning) == (True, True)
+    assert inotify.detail == "9 directories to watch, max_user_watches is 16: over half used"
+    assert doctor.exit_code(checks) == 0
+
+
+def test_inotify_not_checked_off_linux(setup: Setup) -> None:
+    setup.limit_file.write_text("1\n")
+    inotify = setup.by_name(platform="darwin")["inotify"]
+    assert (inotify.ok, inotify.warning, inotify.detail) == (
+        True,
+        False,
+        "not Linux: no inotify watch limit applies",
+    )
+
+
+@pytest.mark.parametrize(
+    ("directories", "suggested"), [(0, 524288), (131072, 524288), (131073, 1048576)]
+)
+def test_suggested_watches(directories: int, suggested: int) -> None:
+    assert doctor.suggested_watches(directories) == suggested
+
+
+def test_a_missing_root_is_a_warning(setup: Setup) -> None:
+    shutil.rmtree(setup.cfg.muse_root)
+    checks = setup.checks()
+    muse = {c.name: c for c in checks}["root muse"]
+    assert (muse.ok, muse.warning) == (True, True)
+    assert muse.detail == (
+        f"{setup.cfg.muse_root} does not exist: normal when muse is not used on this machine"
+    )
+    assert muse.fix == (
+        'if muse keeps its transcripts elsewhere, set [roots] muse = "<dir>" in '
+        "~/.config/agentsrc/config.toml"
+    )
+    assert doctor.exit_code(checks) == 0
+
+
+def test_no_root_at_all_is_a_failure(setup: Setup) -> None:
+    for root in setup.cfg.roots().values():
+        shutil.rmtree(root)
+    assert_fails(
+        setup.checks(),
+        "roots",
+        "none of the agent roots exists: there is nothing to record",
+        "point [roots] in ~/.config/agentsrc/config.toml at where the agents write their "
+        "transcripts",
+    )
+
+
+def test_a_root_that_is_a_file(setup: Setup) -> None:
+    shutil.rmtree(setup.cfg.codex_root)
+    setup.cfg.codex_root.write_text("")
+    assert_fails(
+        setup.checks(),
+        "root codex",
+        f"{setup.cfg.codex_root} is not a directory",
+        "set [roots] codex to a dir",
+    )
+
+
+def test_an_unreadable_root(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    setup.cfg.claude_root.chmod(0)
+    if UID == 0:
+        # Tests run as root here, and root reads any directory whatever its mode: make
+        # os.access answer as it would for an ordinary user.
+        real_access = os.access
+        denied = setup.cfg.claude_root
+
+        def access(path: Any, mode: int, **kwargs: Any) -> bool:
+            return False if Path(path) == denied else real_access(path, mode, **kwargs)
+
+        monkeypatch.setattr(doctor.os, "access", access)
+    try:
+        assert_fails(
+            setup.checks(),
+            "root claude-code",
+            f"{setup.cfg.claude_root} is not readable by this user",
+            f"chmod u+rx {setup.cfg.claude_root}",
+        )
+    finally:
+        setup.cfg.claude_root.chmod(0o755)
+
+
+def test_corrupt_database(setup: Setup) -> None:
+    db = setup.cfg.db_path
+    conn = apsw.Connection(str(db))
+    root = next(conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'k'"))[0]
+    page_size = next(conn.execute("PRAGMA page_size"))[0]
+    conn.close()
+    with db.open("r+b") as fh:  # an invalid b-tree page type on the index's only page
+        fh.seek((root - 1) * page_size)
+        fh.write(b"\x42")
+    check = assert_fails(
+        setup.checks(),
+        "integrity",
+        f"PRAGMA quick_check found 2 problem(s), first: *** in database main *** Tree {root} "
+        f"page {root}: btreeInitPage() returns error code 11",
+        "stop the daemon (systemctl --user stop agentsrc), back the file up, then move it "
+        "aside and let the daemon rebuild it from the transcripts (only what is still on disk "
+        "comes back)",
+    )
+    assert "\n" not in check.detail
+
+
+def test_not_a_database(setup: Setup) -> None:
+    setup.cfg.db_path.write_bytes(b"this is not SQLite " * 100)
+    assert_fails(
+        setup.checks(),
+        "integrity",
+        f"cannot check {setup.cfg.db_path}: NotADBError: file is not a database",
+        "stop the daemon (systemctl --user stop agentsrc), back the file up, then move it "
+        "aside and let the daemon rebuild it from the transcripts",
+    )
+
+
+def test_service_not_installed_is_a_warning(setup: Setup) -> None:
+    setup.service = replace(running_service(), installed=False, loaded=False, active=False)
+    checks = setup.checks()
+    svc = {c.name: c for c in checks}["service"]
+    assert (svc.ok, svc.warning, svc.fix) == (True, True, "agentsrc install")
+    assert svc.detail == (
+        "not installed as a systemd service (/home/ada/.config/systemd/user/agentsrc.service "
+        "missing): it will not start at login"
+    )
+    assert doctor.exit_code(checks) == 0
+
+
+def test_service_failed(setup: Setup) -> None:
+    setup.service = replace(running_service(), active=False, state="failed (exit-code)", pid=None)
+    assert_fails(
+        setup.checks(),
+        "service",
+        "failed (exit-code)",
+        "systemctl --user restart agentsrc; logs: journalctl --user -u agentsrc -e",
+    )
+
+
+def test_service_manager_unreachable(setup: Setup) -> None:
+    setup.service = replace(
+        running_service(), loaded=False, active=False, state="unknown", error="no bus"
+    )
+    assert_fails(setup.checks(), "service", "no bus", "run doctor from your own login session")
+
+
+def test_service_not_loaded(setup: Setup) -> None:
+    setup.service = replace(running_service(), loaded=False, active=False, state="not-found")
+    assert_fails(
+        setup.checks(),
+        "service",
+        "exists but the manager has not loaded it (not-found)",
+        "agentsrc install (it reloads the manager and starts the service)",
+    )
+
+
+def test_service_running_but_disabled_is_a_warning(setup: Setup) -> None:
+    setup.service = replace(running_service(), properties={"UnitFileState": "disabled"})
+    svc = setup.by_name()["service"]
+    assert (svc.ok, svc.warning, svc.fix) == (True, True, "systemctl --user enable agentsrc")
+    assert svc.detail == (
+        "active (running), pid 4321, but disabled: it will not start at the next login"
+    )
+
+
+def test_launchd_service_restarted(setup: Setup) -> None:
+    setup.service = replace(
+        running_service(), manager="launchd", state="running", restarts=2, properties={}
+    )
+    svc = setup.by_name()["service"]
+    assert (svc.ok, svc.warning) == (True, False)
+    assert svc.detail == "running, pid 4321, restarted 2 times (logs: see ~/Library/Logs/agentsrc/)"
+
+
+def test_daemon_not_answering(setup: Setup) -> None:
+    def refuse(cfg: Config) -> Any:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    setup.ask = refuse
+    assert_fails(
+        setup.checks(),
+        "daemon",
+        f"no answer on {setup.cfg.socket_path}: ConnectionRefusedError: [Errno 111] "
+        "Connection refused",
+        "agentsrc service status; logs: journalctl --user -u agentsrc -e "
+        "(macOS: ~/Library/Logs/agentsrc/)",
+    )
+
+
+def test_daemon_client_missing(setup: Setup) -> None:
+    def no_client(cfg: Config) -> Any:
+        raise ImportError("No module named 'agentsrc_daemon.client'")
+
+    setup.ask = no_client
+    assert_fails(
+        setup.checks(),
+        "daemon",
+        "cannot ask the daemon: no client in this build (No module named 'agentsrc_daemon.client')",
+        None,
+    )
+
+
+def test_report_lists_fixes_and_counts(setup: Setup) -> None:
+    setup.cfg.data_dir.chmod(0o750)
+    shutil.rmtree(setup.cfg.muse_root)
+    report = doctor.format_report(setup.checks()).splitlines()
+    assert f"[FAIL] data dir: data dir {setup.cfg.data_dir} has mode 0750, want 0700" in report
+    assert f"       fix: chmod 700 {setup.cfg.data_dir}" in report
+    assert report[2].startswith("[warn] root muse: ")
+    assert report[0] == f"[ ok ] root codex: {setup.cfg.codex_root} is readable"
+    assert report[-1] == "1 problem(s) to fix, 1 warning(s)"
+
+
+def test_count_directories(tmp_path: Path) -> None:
+    for d in ("a/b/c", "a/d", "e"):
+        (tmp_path / "t" / d).mkdir(parents=True)
+    (tmp_path / "t" / "a" / "f.jsonl").write_text("")
+    (tmp_path / "t" / "link").symlink_to(tmp_path / "t" / "a")  # not followed
+    assert doctor.count_directories([tmp_path / "t", tmp_path / "absent"]) == 6
+
+
+def test_doctor_cli_json(setup: Setup, tmp_path: Path) -> None:
+    """Through the CLI with the real seams: the stand-in systemctl (no user systemd
+    instance on the test machine) reports the unit running; no daemon listens on the
+    socket, so that check fails and the exit status is 1."""
+    stubs = Path(__file__).resolve().parent / "stubs"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copyfile(stubs / "systemctl", bin_dir / "systemctl")
+    (bin_dir / "systemctl").chmod(0o755)
+    show = tmp_path / "show.txt"
+    show.write_text(
+        "LoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\n"
+        "MainPID=99\nNRestarts=0\n"
+    )
+    unit = setup.cfg.home / ".config" / "systemd" / "user" / "agentsrc.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\n")
+    app = typer.Typer()
+
+    @app.command("version")
+    def version() -> None:
+        typer.echo("0")
+
+    register(app, lambda: setup.cfg)
+    result = CliRunner().invoke(
+        app,
+        ["doctor", "--json"],
+        env={
+            "PATH": f"{bin_dir}:/usr/bin:/bin",
+            "AGENTSRC_STUB_LOG": str(tmp_path / "calls.log"),
+            "STUB_SYSTEMCTL_SHOW": str(show),
+            "AGENTSRC_SERVICE_PLATFORM": "linux",
+            "XDG_CONFIG_HOME": str(setup.cfg.home / ".config"),
+        },
+    )
+    assert result.exit_code == 1, result.output
+    checks = {c["name"]: c for c in orjson.loads(result.output)}
+    assert checks["service"]["ok"] is True
+    assert checks["service"]["detail"] == "active (running), pid 99"
+    assert checks["daemon"]["ok"] is False
+    assert [name for name, c in checks.items() if not c["ok"]] == ["daemon"]
