@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+
 from corpus import corpus_home
 from harness import DaemonProcess, all_events, copy_tree, wait_for
 
