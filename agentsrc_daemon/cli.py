@@ -12,6 +12,15 @@ from typing import Any
 import orjson
 import typer
 
+from .cli_output import (
+    EXIT_BAD_REQUEST,
+    EXIT_NOT_RUNNING,
+    emit_json,
+    fail,
+    print_table,
+)
+from .cli_output import call as call_daemon
+from .cli_output import short as _short
 from .client import Client, DaemonNotRunning, RemoteError
 from .config import Config, ConfigError, load_config
 
@@ -40,43 +49,10 @@ def get_config(**flags: Any) -> Config:
         return load_config(**merged)
     except ConfigError as exc:
         fail(str(exc))
-        raise  # unreachable
-
-
-def fail(message: str, code: int = 1) -> None:
-    typer.echo(f"agentsrc: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def call(method: str, params: dict[str, Any] | None = None) -> Any:
-    cfg = get_config()
-    try:
-        with Client(cfg.socket_path) as client:
-            return client.call(method, params or {})
-    except DaemonNotRunning as exc:
-        fail(str(exc), 3)
-    except RemoteError as exc:
-        fail(exc.message, 2)
-
-
-def emit_json(value: Any) -> None:
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
-def _short(s: Any, n: int) -> str:
-    text = "" if s is None else str(s)
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def print_table(rows: list[list[Any]], headers: list[str]) -> None:
-    cells = [[str("" if c is None else c) for c in r] for r in rows]
-    widths = [
-        max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)
-    ]
-    typer.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-    for r in cells:
-        typer.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return call_daemon(get_config(), method, params)
 
 
 # ---- run ------------------------------------------------------------------------------
@@ -291,9 +267,9 @@ def tail(
                 if count and seen >= count:
                     return
     except DaemonNotRunning as exc:
-        fail(str(exc), 3)
+        fail(str(exc), EXIT_NOT_RUNNING)
     except RemoteError as exc:
-        fail(exc.message, 2)
+        fail(exc.message, EXIT_BAD_REQUEST)
     except KeyboardInterrupt:
         return
 

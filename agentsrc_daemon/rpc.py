@@ -3,7 +3,9 @@ store's (store.Reader); the transport is the server's."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .events import AGENTS, EVENT_KINDS
@@ -99,6 +101,85 @@ def events_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     return {"events": events, "next_since_id": next_id}
 
 
+_DURATION = re.compile(r"^(\d+)([smhdw])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_since(value: str, now: datetime | None = None) -> str:
+    """A relative duration (30m, 12h, 7d, 2w) or an ISO timestamp -> ISO UTC (...Z)."""
+    m = _DURATION.match(value.strip())
+    now = now or datetime.now(UTC)
+    if m:
+        moment = now - timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
+    else:
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise RpcError(
+                INVALID_PARAMS, "since must be a duration like 7d, 12h, 30m or an ISO timestamp"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _since(params: dict[str, Any]) -> str | None:
+    value = _str(params, "since")
+    return parse_since(value) if value else None
+
+
+def _page(events: list[dict[str, Any]], limit: int) -> dict[str, Any]:
+    return {"events": events, "next_since_id": events[-1]["id"] if len(events) == limit else None}
+
+
+def _file_events(kind: str) -> Handler:
+    def handler(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+        agent = _str(params, "agent")
+        if agent is not None and agent not in AGENTS:
+            raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+        limit = _int(params, "limit", 100, 1)
+        events = reader.file_events(
+            kind,
+            _str(params, "path"),
+            session_id=_session(reader, params),
+            agent=agent,
+            project=_str(params, "project"),
+            since_ts=_since(params),
+            since_id=_int(params, "since_id", 0, 0, 2**62),
+            limit=limit,
+        )
+        return _page(events, limit)
+
+    return handler
+
+
+def commands_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    failed = params.get("failed")
+    if failed is not None and not isinstance(failed, bool):
+        raise RpcError(INVALID_PARAMS, "failed must be a boolean")
+    exit_code = params.get("exit_code")
+    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        raise RpcError(INVALID_PARAMS, "exit_code must be an integer")
+    limit = _int(params, "limit", 100, 1)
+    events = reader.commands(
+        session_id=_session(reader, params),
+        project=_str(params, "project"),
+        failed=failed,
+        exit_code=exit_code,
+        since_ts=_since(params),
+        since_id=_int(params, "since_id", 0, 0, 2**62),
+        limit=limit,
+    )
+    return _page(events, limit)
+
+
+def sessions_files(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    sid = _session(reader, params, "id" if "id" in params else "session_id")
+    if sid is None:
+        raise RpcError(INVALID_PARAMS, "id is required")
+    return reader.session_files(sid)
+
+
 def sources_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     return {"sources": reader.sources(_str(params, "path_like"))}
 
@@ -124,6 +205,10 @@ def build_methods(
         "sessions.get": sessions_get,
         "events.list": events_list,
         "sources.list": sources_list,
+        "files.reads": _file_events("read"),
+        "files.edits": _file_events("edit"),
+        "commands.list": commands_list,
+        "sessions.files": sessions_files,
     }
     if extra:
         methods.update(extra)

@@ -867,7 +867,177 @@ class Reader:
         with self.snapshot():
             return [event_row_to_json(r) for r in self.conn.execute(sql, args)]
 
-    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """A read-only statement for the query modules (queries.py). Short transaction."""
+    def file_events(
+        self,
+        kind: str,
+        path: str | None,
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
+        project: str | None = None,
+        since_ts: str | None = None,
+        since_id: int = 0,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        where, args = _file_event_filters(
+            session_id=None, agent=agent, project=project, since_ts=since_ts
+        )
+        if path:
+            clause, pargs = path_filter(path)
+            where.append(clause)
+            args.extend(pargs)
+        return self.events(
+            session_id=session_id,
+            kinds=[kind],
+            since_id=since_id,
+            limit=limit,
+            extra_where=where,
+            extra_args=args,
+        )
+
+
+    def commands(
+        self,
+        *,
+        session_id: str | None = None,
+        project: str | None = None,
+        failed: bool | None = None,
+        exit_code: int | None = None,
+        since_ts: str | None = None,
+        since_id: int = 0,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        where, args = _file_event_filters(
+            session_id=None, agent=None, project=project, since_ts=since_ts
+        )
+        if failed is True:
+            where.append(
+                "(COALESCE(json_extract(e.data, '$.exit_code'), 0) != 0"
+                " OR json_extract(e.data, '$.interrupted') = 1)"
+            )
+        elif failed is False:
+            where.append("json_extract(e.data, '$.exit_code') = 0")
+        if exit_code is not None:
+            where.append("json_extract(e.data, '$.exit_code') = ?")
+            args.append(exit_code)
+        return self.events(
+            session_id=session_id,
+            kinds=["command"],
+            since_id=since_id,
+            limit=limit,
+            extra_where=where,
+            extra_args=args,
+        )
+
+
+    def session_files(self, session_id: str) -> dict[str, Any]:
+        """Everything one session read and changed, one row per path, with counts."""
         with self.snapshot():
-            return [tuple(r) for r in self.conn.execute(sql, args)]
+            rows = list(
+                self.conn.execute(
+                    "SELECT e.kind, e.path, json_extract(e.data, '$.rel_path'),"
+                    " json_extract(e.data, '$.external'), json_extract(e.data, '$.op'),"
+                    " COUNT(*), MIN(e.ts), MAX(e.ts) FROM events e"
+                    " WHERE e.session_id = ? AND e.kind IN ('read', 'edit') AND e.path IS NOT NULL"
+                    " GROUP BY e.kind, e.path, json_extract(e.data, '$.op')"
+                    " ORDER BY e.path",
+                    (session_id,),
+                )
+            )
+            commands = self.conn.execute(
+                "SELECT COUNT(*), SUM(CASE WHEN COALESCE(json_extract(data, '$.exit_code'), 0) != 0"
+                " THEN 1 ELSE 0 END) FROM events WHERE session_id = ? AND kind = 'command'",
+                (session_id,),
+            ).fetchone()
+        files: dict[str, dict[str, Any]] = {}
+        for kind, path, rel, external, op, n, first, last in rows:
+            f = files.setdefault(
+                path,
+                {
+                    "path": path,
+                    "rel_path": rel,
+                    "external": bool(external),
+                    "reads": 0,
+                    "edits": 0,
+                    "ops": {},
+                    "first_ts": first,
+                    "last_ts": last,
+                },
+            )
+            if kind == "read":
+                f["reads"] += n
+            else:
+                f["edits"] += n
+            f["ops"][op or kind] = f["ops"].get(op or kind, 0) + n
+            f["first_ts"] = min(x for x in (f["first_ts"], first) if x) if (f["first_ts"] or first) else None
+            f["last_ts"] = max(x for x in (f["last_ts"], last) if x) if (f["last_ts"] or last) else None
+        out = sorted(files.values(), key=lambda f: f["path"])
+        return {
+            "session_id": session_id,
+            "files": out,
+            "read_files": sum(1 for f in out if f["reads"]),
+            "edited_files": sum(1 for f in out if f["edits"]),
+            "external_reads": sum(1 for f in out if f["reads"] and f["external"]),
+            "commands": int(commands[0] or 0) if commands else 0,
+            "failed_commands": int(commands[1] or 0) if commands else 0,
+        }
+
+
+
+# ---- file, command and finding queries (the read side of derive.py and scan.py) ----------
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def is_windows_style(path: str) -> bool:
+    return (len(path) > 2 and path[1] == ":" and path[0].isalpha()) or path.lower().startswith(
+        "/mnt/"
+    )
+
+
+def path_filter(path: str) -> tuple[str, list[Any]]:
+    """SQL matching a path given as absolute, project-relative or glob. Windows-style
+    paths (C:\\..., /mnt/c/...) match case-insensitively, as their filesystems do."""
+    if any(c in _GLOB_CHARS for c in path):
+        if path.startswith("/") or is_windows_style(path):
+            return "(e.path GLOB ? OR lower(e.path) GLOB lower(?))", [path, path]
+        return (
+            "(json_extract(e.data, '$.rel_path') GLOB ? OR e.path GLOB ?)",
+            [path, "*/" + path],
+        )
+    if path.startswith("/") or is_windows_style(path):
+        if is_windows_style(path):
+            return "lower(e.path) = lower(?)", [path]
+        return "e.path = ?", [path]
+    rel = path[2:] if path.startswith("./") else path
+    return "(json_extract(e.data, '$.rel_path') = ? OR e.path LIKE ? ESCAPE '\\')", [
+        rel,
+        "%/" + rel.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),
+    ]
+
+
+def _file_event_filters(
+    *,
+    session_id: str | None,
+    agent: str | None,
+    project: str | None,
+    since_ts: str | None,
+) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    args: list[Any] = []
+    if session_id:
+        where.append("e.session_id = ?")
+        args.append(session_id)
+    if agent:
+        where.append("e.adapter = ?")
+        args.append(agent)
+    if project:
+        where.append(
+            "(json_extract(e.data, '$.project_root') = ? OR e.session_id IN"
+            " (SELECT id FROM sessions WHERE project_root = ? OR cwd = ?))"
+        )
+        args.extend([project, project, project])
+    if since_ts:
+        where.append("e.ts >= ?")
+        args.append(since_ts)
+    return where, args
