@@ -44,6 +44,10 @@ def load_adapter(name: str) -> Adapter:
 class DeriveStage(Protocol):
     def __call__(self, event: Event) -> list[Event]: ...
 
+    def learn(self, facts: SessionFacts) -> None:
+        """Session facts (the session's home) that later derivations use."""
+        ...
+
 
 class ScanStage(Protocol):
     def process(self, events: list[Event]) -> list[Event]:
@@ -194,6 +198,8 @@ class Ingestor:
             if self.derive is not None:
                 produced.extend(self.derive(rec))
         elif isinstance(rec, SessionFacts):
+            if self.derive is not None:
+                self.derive.learn(rec)
             batch.sessions.append(rec)
             sessions_seen.add(rec.session_id)
             if rec.cwd and self.project_root_for is not None:

@@ -44,24 +44,29 @@ def summarize_input(value: Any) -> Any:
 
 
 def normalize_ts(value: Any) -> str | None:
-    """ISO 8601 UTC with a Z suffix. Accepts ISO strings and epoch seconds or milliseconds."""
+    """ISO 8601 UTC with a Z suffix. Accepts ISO strings and epoch seconds or milliseconds.
+    Never raises: what cannot be understood is kept as written (strings) or dropped."""
+    try:
+        return _normalize_ts(value)
+    except (OverflowError, OSError, ValueError):
+        return value if isinstance(value, str) and value.strip() else None
+
+
+def _normalize_ts(value: Any) -> str | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int | float):
         seconds = float(value)
         if seconds > 1e11:  # milliseconds
             seconds /= 1000.0
-        try:
-            dt = datetime.fromtimestamp(seconds, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
+        dt = datetime.fromtimestamp(seconds, tz=UTC)
         return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
     if isinstance(value, str):
         s = value.strip()
         if not s:
             return None
-        if s.isdigit():
-            return normalize_ts(int(s))
+        if s.isascii() and s.isdigit():
+            return _normalize_ts(int(s))
         if s.endswith("Z"):
             return s
         try:
@@ -70,10 +75,7 @@ def normalize_ts(value: Any) -> str | None:
             return s
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
-        try:
-            dt = dt.astimezone(UTC)
-        except (OverflowError, ValueError):  # e.g. 0001-01-01T00:00+01:00
-            return s
+        dt = dt.astimezone(UTC)
         return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
     return None
 

@@ -1,0 +1,1034 @@
+"""OpenAI Codex CLI rollouts -> normalized records.
+
+Codex writes one rollout per session under ``~/.codex/sessions/YYYY/MM/DD/``. Three
+layouts exist (docs/formats.md, Codex section, has the per-version details):
+
+* the ``{timestamp, type, payload}`` envelope (Codex 0.3x and later): ``session_meta``,
+  ``turn_context``, ``event_msg``, ``response_item`` and ``compacted`` records;
+* the older pre-envelope JSONL: a ``{id, timestamp, instructions, git}`` header line,
+  ``{"record_type": "state"}`` lines and bare response items without timestamps;
+* the legacy single-JSON ``.json`` rollout ``{"session": {...}, "items": [...]}``, read
+  whole through ``parse_document``.
+
+Codex records most things twice: a prompt as a ``response_item`` user message and as an
+``event_msg/user_message``; assistant text as ``response_item`` and ``event_msg/
+agent_message``. Each is counted once (see ``_seen_from_other_source``).
+
+The module is pure: no file, database or socket access. All per-file memory lives in the
+plain ``state`` dict, which the tail-reader persists with orjson after every batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import PurePath
+from typing import Any
+
+import orjson
+
+from ..events import (
+    COMPACTION,
+    ERROR,
+    MESSAGE,
+    PROMPT,
+    REASONING,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USAGE,
+    Drift,
+    Event,
+    Record,
+    SessionFacts,
+    TurnFacts,
+    line_key,
+    session_key,
+)
+from .common import normalize_ts, summarize_input, text_of
+
+AGENT = "codex"
+
+# Bounds on the persisted state: it is rewritten after every batch, so it must stay small.
+MAX_PENDING_CALLS = 2000  # calls awaiting their output; the oldest are dropped beyond this
+MAX_PENDING_INPUT_BYTES = 64 * 1024  # a bigger call input is kept summarized, not in full
+MAX_UNMATCHED = 16  # remembered prompt/message hashes waiting for their twin record
+MAX_ERROR_CHARS = 500
+STATE_SCHEMA = 1  # bump when the state's keys change; older states get the new keys
+
+# A forked or resumed rollout copies the parent's history right after the parent's
+# session_meta, in one burst (the copied records are a few milliseconds apart). The first
+# record after a longer pause is new activity. See _continues_replay.
+REPLAY_GAP_SECONDS = 1.0
+
+RECORD_TYPES = ("session_meta", "turn_context", "event_msg", "response_item", "compacted")
+
+# event_msg types that carry nothing we need: either a duplicate of a response_item
+# (agent_reasoning repeats the reasoning summary, mcp_tool_call_end / patch_apply_end /
+# web_search_end repeat a call and its output) or UI-only bookkeeping.
+IGNORED_EVENT_MSG_TYPES = frozenset(
+    {
+        "agent_reasoning",
+        "agent_reasoning_raw_content",
+        "agent_reasoning_section_break",
+        "agent_message_delta",
+        "agent_reasoning_delta",
+        "exec_command_begin",
+        "exec_command_output_delta",
+        "mcp_tool_call_begin",
+        "mcp_tool_call_end",
+        "patch_apply_begin",
+        "patch_apply_end",
+        "web_search_begin",
+        "web_search_end",
+        "view_image_tool_call",
+        "plan_update",
+        "turn_diff",
+        "background_event",
+        "entered_review_mode",
+        "exited_review_mode",
+        "undo_started",
+        "undo_completed",
+        "thread_rolled_back",
+        "item_started",
+        "session_configured",
+        "shutdown_complete",
+    }
+)
+# event_msg/item_completed item types already covered elsewhere (Codex 0.105 writes the
+# plan of a plan-mode turn this way). Any other item type is reported as Drift: later
+# Codex versions reportedly moved whole turns into item_completed with PascalCase types.
+IGNORED_COMPLETED_ITEM_TYPES = frozenset({"Plan"})
+
+# response_item types deliberately skipped: ghost_snapshot is Codex's own undo commit
+# (not an agent action); compaction is the opaque remote-compaction item, counted through
+# the top-level ``compacted`` record instead.
+IGNORED_RESPONSE_ITEM_TYPES = frozenset({"ghost_snapshot", "compaction"})
+
+# Text Codex injects in the user role that is not something the user typed.
+INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<collaboration_mode>",
+    "<personality_spec>",
+    "<model_switch>",
+    "<apps_instructions>",
+    "<skills_instructions>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+    "<subagent_notification>",
+    "<INSTRUCTIONS>",
+    "# AGENTS.md instructions for ",
+)
+# Injected blocks are whole-block wrappers like <tag>...</tag>; new Codex versions keep
+# adding tags, so a block that is entirely one lowercase tag counts as injected too.
+_WRAPPED_BLOCK = re.compile(r"^<([a-z][a-z0-9_ -]{0,63})>.*</\1>$", re.DOTALL)
+_PROPOSED_PLAN = re.compile(r"<proposed_plan>.*?</proposed_plan>", re.DOTALL)
+
+# Codex's own error texts in a tool output that has no exit code.
+TOOL_ERROR_PREFIXES = (
+    "failed in sandbox",
+    "execution error",
+    "apply_patch verification failed",
+    "failed to parse function arguments",
+    "error:",
+)
+
+_UUID_IN_NAME = re.compile(
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl?$"
+)
+
+# Text tool outputs (shell_command, exec_command, write_stdin) start with header lines,
+# then a line "Output:" and the output itself.
+_EXIT_CODE = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)$")
+_WALL_TIME = re.compile(r"^Wall time: (\d+(?:\.\d+)?) seconds$")
+_KNOWN_HEADER = re.compile(
+    r"^(?:Exit code: |Process exited with code |Process running with session ID |Wall time: "
+    r"|Chunk ID: |Original token count: |Total output lines: |Command: )"
+)
+MAX_HEADER_LINES = 64
+
+USAGE_FIELDS = (
+    # (Codex total_token_usage field, our USAGE data key)
+    ("input_tokens", "input_tokens"),
+    ("cached_input_tokens", "cache_read_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("reasoning_output_tokens", "reasoning_tokens"),
+    ("total_tokens", "total_tokens"),
+)
+
+# Where a prompt or message was seen, for counting Codex's twin records once.
+FROM_ITEM = "response_item"
+FROM_EVENT = "event_msg"
+
+
+# --------------------------------------------------------------------------- state
+
+
+def _native_id_from_path(source_path: str) -> str:
+    """The session uuid at the end of ``rollout-<ts>-<uuid>.jsonl``, else the file stem."""
+    name = PurePath(source_path).name
+    match = _UUID_IN_NAME.search(name)
+    if match:
+        return match.group(1).lower()
+    return PurePath(source_path).stem or name or "unknown"
+
+
+def _fresh_state(source_path: str) -> dict[str, Any]:
+    return {
+        "schema": STATE_SCHEMA,
+        "native_id": _native_id_from_path(source_path),
+        "meta_seen": False,  # the first session_meta (or legacy header) names the session
+        "version": None,  # cli_version
+        "session_cwd": None,
+        "cwd": None,  # latest turn_context cwd
+        "model": None,  # latest turn_context model
+        "reported_model": None,  # last model sent in SessionFacts
+        "turn_id": None,  # the open turn, None between turns
+        "turn_seq": 0,  # implicit turns opened so far (for deterministic ids)
+        "explicit_turns": False,  # task_started seen: turns come from the agent
+        "turn_last_ts": None,  # last timestamp seen inside the open turn
+        "turn_facts": None,  # [cwd, model] last reported for the open turn
+        "pending": {},  # call_id -> {"tool", "input", "end"}; insertion-ordered
+        "unmatched": {},  # kind -> [[source, hash], ...] awaiting the twin record
+        "usage_total": None,  # last cumulative total_token_usage, our field names
+        "context_tokens": None,  # last_token_usage.total_tokens: context size
+        "replay": False,  # inside a forked rollout's copy of the parent history
+        "replay_last_ts": None,
+    }
+
+
+def _ensure_state(state: dict[str, Any], source_path: str) -> None:
+    """Fill keys missing from a state persisted by an older adapter version."""
+    if state.get("schema") == STATE_SCHEMA:
+        return
+    state["schema"] = STATE_SCHEMA
+    for key, value in _fresh_state(source_path).items():
+        state.setdefault(key, value)
+    if not isinstance(state.get("pending"), dict):
+        state["pending"] = {}
+    if not isinstance(state.get("unmatched"), dict):
+        state["unmatched"] = {}
+
+
+# --------------------------------------------------------------------------- small readers
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    return None
+
+
+def _ts(value: Any) -> str | None:
+    # common.normalize_ts raises on a few odd inputs (a str like "²" passes isdigit() but
+    # not int(); an int too big for a float); a transcript line must never crash us.
+    try:
+        return normalize_ts(value)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _parse_ts(ts: str | None) -> datetime | None:
+    if not ts:
+        return None
+    try:
+        dt = datetime.fromisoformat(ts[:-1] + "+00:00" if ts.endswith("Z") else ts)
+    except ValueError:
+        return None
+    return dt if dt.tzinfo is not None else None
+
+
+def _text_hash(text: str) -> str:
+    # Whitespace is dropped: Codex joins multi-block user messages with nothing in
+    # event_msg/user_message but we join blocks with "\n" (text_of).
+    squeezed = "".join(text.split())
+    return hashlib.sha256(squeezed.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _safe_summary(value: dict[str, Any]) -> Any:
+    try:
+        return summarize_input(value)
+    except RecursionError:  # absurdly nested input: keep nothing of it
+        return {"omitted": "too deeply nested"}
+
+
+# --------------------------------------------------------------------------- line context
+
+
+@dataclass
+class _Line:
+    """One record being parsed: where it came from, and where its output goes."""
+
+    source_path: str
+    offset: int
+    ts: str | None
+    state: dict[str, Any]
+    out: list[Record] = field(default_factory=list)
+    # Set for parse_document items: every key derives from the item index.
+    item_key: str | None = None
+    emitted: int = 0
+
+    @property
+    def native_id(self) -> str:
+        return str(self.state["native_id"])
+
+    @property
+    def session_id(self) -> str:
+        return session_key(AGENT, self.native_id)
+
+    @property
+    def version(self) -> str:
+        return _str(self.state.get("version")) or "unknown"
+
+    @property
+    def cwd(self) -> str | None:
+        return _str(self.state.get("cwd")) or _str(self.state.get("session_cwd"))
+
+    def next_key(self) -> str:
+        n = self.emitted
+        self.emitted += 1
+        if self.item_key is not None:
+            return self.item_key if n == 0 else f"{self.item_key}.{n}"
+        return line_key(self.source_path, self.offset, n)
+
+    def own_key(self, kind: str, own_id: str | None) -> str:
+        """Key from the agent's own id (call_id, item id) when there is one."""
+        if own_id is None or self.item_key is not None:
+            return self.next_key()
+        self.emitted += 1
+        return f"{AGENT}:{self.native_id}:{kind}:{own_id}"
+
+    def event(self, kind: str, key: str | None = None, **fields: Any) -> Event:
+        ev = Event(
+            key=key if key is not None else self.next_key(),
+            session_id=self.session_id,
+            kind=kind,
+            ts=self.ts,
+            adapter=AGENT,
+            source_path=self.source_path,
+            offset=self.offset,
+            turn_id=_str(self.state.get("turn_id")),
+            cwd=self.cwd,
+            **fields,
+        )
+        self.out.append(ev)
+        return ev
+
+    def session_facts(self, **fields: Any) -> None:
+        self.out.append(
+            SessionFacts(
+                session_id=self.session_id,
+                agent=AGENT,
+                native_id=self.native_id,
+                last_event_at=self.ts,
+                **fields,
+            )
+        )
+
+    def drift(self, record_type: str) -> None:
+        self.out.append(Drift(adapter=AGENT, version=self.version, record_type=record_type))
+
+
+# --------------------------------------------------------------------------- twins
+
+
+def _seen_from_other_source(line: _Line, kind: str, source: str, text: str) -> bool:
+    """True when this prompt/message/compaction was already emitted from its twin record.
+
+    Codex writes most things twice, in an order that changed across versions (the user
+    message item comes before event_msg/user_message; event_msg/agent_message before the
+    assistant item). Whichever comes first is emitted and its hash remembered; the twin
+    from the other source consumes it. Lists are cleared at each turn start, so a stale
+    entry can only match within its own turn.
+    """
+    digest = _text_hash(text)
+    entries = line.state["unmatched"].setdefault(kind, [])
+    for i, entry in enumerate(entries):
+        if isinstance(entry, list) and entry[1:] == [digest] and entry[0] != source:
+            del entries[i]
+            return True
+    return False
+
+
+def _remember(line: _Line, kind: str, source: str, text: str) -> None:
+    entries = line.state["unmatched"].setdefault(kind, [])
+    entries.append([source, _text_hash(text)])
+    del entries[:-MAX_UNMATCHED]
+
+
+# --------------------------------------------------------------------------- turns
+
+
+def _open_turn(line: _Line, turn_id: str | None) -> None:
+    state = line.state
+    if state.get("turn_id") is not None:
+        # The transcript never said how the previous turn ended: the next one began.
+        _close_turn(line, "complete", "superseded", _str(state.get("turn_last_ts")))
+    if turn_id is None:
+        state["turn_seq"] = (_int(state.get("turn_seq")) or 0) + 1
+        turn_id = f"{line.native_id}:t{state['turn_seq']}"
+    state["turn_id"] = turn_id
+    state["turn_last_ts"] = line.ts
+    state["unmatched"] = {}
+    model = _str(state.get("model"))
+    state["turn_facts"] = [line.cwd, model]
+    line.event(TURN_START)
+    line.out.append(
+        TurnFacts(
+            session_id=line.session_id,
+            turn_id=turn_id,
+            started_at=line.ts,
+            status="open",
+            cwd=line.cwd,
+            model=model,
+        )
+    )
+    if line.ts is not None:
+        line.session_facts()  # last_event_at
+
+
+def _close_turn(line: _Line, status: str, reason: str | None, ended_at: str | None) -> None:
+    state = line.state
+    turn_id = _str(state.get("turn_id"))
+    if turn_id is None:
+        return
+    ev = line.event(TURN_END, data={"status": status, "reason": reason})
+    ev.ts = ended_at
+    line.out.append(
+        TurnFacts(session_id=line.session_id, turn_id=turn_id, ended_at=ended_at, status=status)
+    )
+    state["turn_id"] = None
+    state["turn_facts"] = None
+
+
+# --------------------------------------------------------------------------- prompts, text
+
+
+def _is_injected(text: str) -> bool:
+    stripped = text.strip()
+    return stripped.startswith(INJECTED_PREFIXES) or bool(_WRAPPED_BLOCK.match(stripped))
+
+
+def _typed_text(content: Any) -> str:
+    """The user-typed part of a user message item: injected context blocks removed."""
+    if isinstance(content, str):
+        return "" if _is_injected(content) else content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        text = block if isinstance(block, str) else _dict(block).get("text")
+        if isinstance(text, str) and text.strip() and not _is_injected(text):
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def _on_prompt(line: _Line, text: str, source: str) -> None:
+    if not text.strip():
+        return
+    if _seen_from_other_source(line, "prompt", source, text):
+        return
+    state = line.state
+    if not state.get("explicit_turns") or state.get("turn_id") is None:
+        # Before task_started existed, each real prompt starts a turn.
+        _open_turn(line, None)
+    _remember(line, "prompt", source, text)
+    line.event(PROMPT, data={"text": text})
+
+
+def _on_assistant_text(line: _Line, text: str, source: str, own_id: str | None = None) -> None:
+    if not text.strip():
+        return
+    # In plan mode the assistant item also holds the <proposed_plan> block, which
+    # event_msg/agent_message leaves out (the plan comes as item_completed/Plan).
+    twin_text = _PROPOSED_PLAN.sub("", text) if "<proposed_plan>" in text else text
+    if _seen_from_other_source(line, "message", source, twin_text):
+        return
+    _remember(line, "message", source, twin_text)
+    line.event(MESSAGE, key=line.own_key("item", own_id), data={"text": text})
+
+
+def _on_compaction(line: _Line, source: str) -> None:
+    # ``compacted`` and event_msg/context_compacted describe one compaction.
+    if _seen_from_other_source(line, "compaction", source, "compaction"):
+        return
+    _remember(line, "compaction", source, "compaction")
+    pre_tokens = _int(line.state.get("context_tokens"))
+    line.event(COMPACTION, data={"trigger": None, "pre_tokens": pre_tokens})
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def _parse_arguments(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            parsed = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return {"raw": arguments}
+        return parsed if isinstance(parsed, dict) else {"raw": arguments}
+    return {"raw": arguments}
+
+
+def _written_contents(tool: str | None, tool_input: dict[str, Any]) -> list[tuple[str, str]]:
+    """Text the agent wrote through a call, for the secret scanner."""
+    contents: list[tuple[str, str]] = []
+    patch = tool_input.get("input") if tool == "apply_patch" else None
+    if tool == "apply_patch" and not isinstance(patch, str):
+        patch = tool_input.get("patch")
+    if isinstance(patch, str):
+        contents.append(("patch", patch))
+    chars = tool_input.get("chars")
+    if tool == "write_stdin" and isinstance(chars, str) and chars:
+        contents.append(("stdin", chars))
+    return contents
+
+
+def _storable_summary(tool_input: dict[str, Any]) -> Any:
+    """The stored form of a call input (common.summarize_input), or a stand-in when it
+    cannot be stored as JSON (nested deeper than orjson writes)."""
+    summary = _safe_summary(tool_input)
+    try:
+        orjson.dumps(summary)
+    except TypeError:  # orjson.JSONEncodeError
+        return {"omitted": "not storable as JSON"}
+    return summary
+
+
+def _remember_call(
+    line: _Line, call_id: str, tool: str | None, tool_input: dict[str, Any], summary: Any
+) -> None:
+    """Keep the call for its output: the result needs the tool name and the input."""
+    try:
+        size: int | None = len(orjson.dumps(tool_input))
+    except TypeError:  # orjson.JSONEncodeError: the state could not be persisted
+        size = None
+    fits = size is not None and size <= MAX_PENDING_INPUT_BYTES
+    pending: dict[str, Any] = line.state["pending"]
+    pending.pop(call_id, None)
+    pending[call_id] = {"tool": tool, "input": tool_input if fits else summary, "end": None}
+    while len(pending) > MAX_PENDING_CALLS:
+        del pending[next(iter(pending))]
+
+
+def _emit_call(
+    line: _Line, tool: str | None, call_id: str | None, tool_input: dict[str, Any]
+) -> None:
+    summary = _storable_summary(tool_input)
+    line.event(
+        TOOL_CALL,
+        key=line.own_key("call", call_id),
+        tool=tool,
+        call_id=call_id,
+        data={"input": summary},
+        input=tool_input,
+        contents=_written_contents(tool, tool_input),
+    )
+    if call_id is not None:
+        _remember_call(line, call_id, tool, tool_input, summary)
+
+
+@dataclass
+class ToolOutput:
+    """What a function_call_output says, whichever of Codex's output formats it uses."""
+
+    text: str
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    success: bool | None = None
+
+
+def _seconds_to_ms(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value):
+        return None
+    return round(value * 1000)
+
+
+def _parse_json_output(raw: str) -> ToolOutput | None:
+    """``{"output": ..., "metadata": {"exit_code", "duration_seconds"}}`` (shell era)."""
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(parsed, dict) or "output" not in parsed:
+        return None
+    output = parsed.get("output")
+    metadata = _dict(parsed.get("metadata"))
+    success = parsed.get("success")
+    return ToolOutput(
+        text=output if isinstance(output, str) else text_of(output),
+        exit_code=_int(metadata.get("exit_code")),
+        duration_ms=_seconds_to_ms(metadata.get("duration_seconds")),
+        success=success if isinstance(success, bool) else None,
+    )
+
+
+def _parse_text_output(raw: str) -> ToolOutput | None:
+    """``Exit code: N / Wall time: X seconds / Output:`` (shell_command) and ``Chunk ID /
+    Wall time / Process exited with code N / Original token count / Output:``
+    (exec_command, write_stdin; 0.118 adds a leading ``Command:`` line)."""
+    lines = raw.split("\n", MAX_HEADER_LINES)
+    if not _KNOWN_HEADER.match(lines[0]):
+        return None
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    for i, header in enumerate(lines[:MAX_HEADER_LINES]):
+        if header == "Output:":
+            rest = raw.split("\n", i + 1)
+            return ToolOutput(
+                text=rest[i + 1] if len(rest) > i + 1 else "",
+                exit_code=exit_code,
+                duration_ms=duration_ms,
+            )
+        code = _EXIT_CODE.match(header)
+        if code:
+            exit_code = int(code.group(1))
+        wall = _WALL_TIME.match(header)
+        if wall:
+            duration_ms = round(float(wall.group(1)) * 1000)
+    return None
+
+
+def parse_tool_output(raw: Any) -> ToolOutput:
+    if isinstance(raw, str):
+        if raw.startswith("{"):
+            parsed = _parse_json_output(raw)
+            if parsed is not None:
+                return parsed
+        parsed = _parse_text_output(raw)
+        if parsed is not None:
+            return parsed
+        return ToolOutput(text=raw)
+    if isinstance(raw, dict):  # {"content": ..., "success": bool}
+        success = raw.get("success")
+        return ToolOutput(
+            text=text_of(raw.get("content")),
+            success=success if isinstance(success, bool) else None,
+        )
+    return ToolOutput(text=text_of(raw))  # a list of content items, or nothing usable
+
+
+def _is_error(output: ToolOutput) -> bool | None:
+    if output.exit_code is not None:
+        return output.exit_code != 0
+    if output.success is not None:
+        return not output.success
+    if output.text.lstrip().lower().startswith(TOOL_ERROR_PREFIXES):
+        return True
+    return None
+
+
+def _emit_result(line: _Line, call_id: str | None, raw_output: Any) -> None:
+    call = _dict(line.state["pending"].pop(call_id, None)) if call_id else {}
+    output = parse_tool_output(raw_output)
+    # exec_command_end may have arrived before the output (Codex 0.118): fill the gaps.
+    end = _dict(call.get("end"))
+    exit_code = output.exit_code if output.exit_code is not None else _int(end.get("exit_code"))
+    duration = (
+        output.duration_ms if output.duration_ms is not None else _int(end.get("duration_ms"))
+    )
+    output.exit_code = exit_code
+    call_input = call.get("input")
+    line.event(
+        TOOL_RESULT,
+        key=line.own_key("result", call_id),
+        tool=_str(call.get("tool")),
+        call_id=call_id,
+        data={
+            "is_error": _is_error(output),
+            "exit_code": exit_code,
+            "duration_ms": duration,
+            "output_chars": len(output.text),
+            "interrupted": output.text.strip() == "aborted",  # Codex's stand-in output
+        },
+        input=call_input if isinstance(call_input, dict) else None,
+        contents=[("output", output.text)] if output.text else [],
+    )
+
+
+def _on_exec_command_end(line: _Line, payload: dict[str, Any]) -> None:
+    """Exit code and duration of an exec call, kept for its function_call_output.
+
+    When the output came first (or the call is unknown), nothing is emitted: the output
+    text already carries the exit code, and events are append-only.
+    """
+    call_id = _str(payload.get("call_id"))
+    call = line.state["pending"].get(call_id) if call_id else None
+    if not isinstance(call, dict):
+        return
+    duration = _dict(payload.get("duration"))
+    secs, nanos = _int(duration.get("secs")), _int(duration.get("nanos"))
+    duration_ms = secs * 1000 + (nanos or 0) // 1_000_000 if secs is not None else None
+    call["end"] = {"exit_code": _int(payload.get("exit_code")), "duration_ms": duration_ms}
+
+
+# --------------------------------------------------------------------------- usage
+
+
+def _on_token_count(line: _Line, payload: dict[str, Any], emit: bool = True) -> None:
+    """USAGE increments from Codex's cumulative totals.
+
+    Codex re-emits token_count with unchanged totals; summing each event would overcount,
+    so the increment is the difference with the last total seen. When a total goes down
+    the counter restarted (a forked session starts from zero), and the new totals are
+    counted from zero.
+    """
+    info = _dict(payload.get("info"))
+    total = info.get("total_token_usage")
+    if not isinstance(total, dict):
+        return
+    last = _dict(info.get("last_token_usage"))
+    if _int(last.get("total_tokens")) is not None:
+        line.state["context_tokens"] = _int(last.get("total_tokens"))
+    current = {ours: _int(total.get(theirs)) or 0 for theirs, ours in USAGE_FIELDS}
+    previous = line.state.get("usage_total")
+    if isinstance(previous, dict) and all(
+        current[k] >= (_int(previous.get(k)) or 0) for k in current
+    ):
+        delta = {k: current[k] - (_int(previous.get(k)) or 0) for k in current}
+    else:
+        delta = dict(current)
+    line.state["usage_total"] = current
+    if not emit or not any(delta.values()):
+        return
+    data: dict[str, Any] = {
+        "input_tokens": delta["input_tokens"],
+        "output_tokens": delta["output_tokens"],
+        "cache_read_tokens": delta["cache_read_tokens"],
+        "cache_creation_tokens": 0,
+        "reasoning_tokens": delta["reasoning_tokens"],
+        "total_tokens": delta["total_tokens"],
+        "model": _str(line.state.get("model")),
+    }
+    line.event(USAGE, data=data)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _on_session_meta(line: _Line, payload: dict[str, Any]) -> None:
+    state = line.state
+    meta_id = _str(payload.get("id"))
+    version = _str(payload.get("cli_version"))
+    if not state.get("meta_seen"):
+        state["meta_seen"] = True
+        if meta_id:
+            state["native_id"] = meta_id
+        state["version"] = version
+        state["session_cwd"] = _str(payload.get("cwd"))
+        line.session_facts(
+            cwd=state["session_cwd"],
+            started_at=_ts(payload.get("timestamp")) or line.ts,
+            version=version,
+            originator=_str(payload.get("originator")),
+            source=_source_name(payload.get("source")),
+            model_provider=_str(payload.get("model_provider")),
+        )
+    elif meta_id and meta_id != state.get("native_id"):
+        # A fork/resume: this is the parent's meta, followed by a copy of its history.
+        line.session_facts(parent_session_id=session_key(AGENT, meta_id))
+        state["replay"] = True
+        state["replay_last_ts"] = line.ts
+    elif version and version != state.get("version"):
+        state["version"] = version  # the same session reopened by another Codex
+        line.session_facts(version=version)
+
+
+def _source_name(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, dict) and value:  # e.g. {"subagent": "review"}
+        key, inner = next(iter(value.items()))
+        return f"{key}:{inner}" if isinstance(inner, str) else str(key)
+    return None
+
+
+def _on_turn_context(line: _Line, payload: dict[str, Any], emit: bool = True) -> None:
+    state = line.state
+    cwd, model = _str(payload.get("cwd")), _str(payload.get("model"))
+    if cwd:
+        state["cwd"] = cwd
+    if model:
+        state["model"] = model
+    if not emit:
+        return
+    if model and model != state.get("reported_model"):
+        state["reported_model"] = model
+        line.session_facts(model=model)
+    turn_id = _str(state.get("turn_id"))
+    facts = [line.cwd, _str(state.get("model"))]
+    if turn_id is not None and facts != state.get("turn_facts"):
+        state["turn_facts"] = facts
+        line.out.append(
+            TurnFacts(session_id=line.session_id, turn_id=turn_id, cwd=facts[0], model=facts[1])
+        )
+
+
+def _on_event_msg(line: _Line, payload: dict[str, Any]) -> None:
+    kind = payload.get("type")
+    if not isinstance(kind, str):
+        line.drift("event_msg/<no type>")
+        return
+    if kind in IGNORED_EVENT_MSG_TYPES:
+        return
+    state = line.state
+    if kind == "task_started":
+        state["explicit_turns"] = True
+        _open_turn(line, _str(payload.get("turn_id")))
+    elif kind == "task_complete":
+        _close_turn(line, "complete", None, line.ts)
+    elif kind == "turn_aborted":
+        _close_turn(line, "aborted", _str(payload.get("reason")), line.ts)
+    elif kind == "user_message":
+        message = payload.get("message")
+        text = message if isinstance(message, str) else ""
+        if not text.strip().startswith(INJECTED_PREFIXES):
+            _on_prompt(line, text, FROM_EVENT)
+    elif kind == "agent_message":
+        message = payload.get("message")
+        _on_assistant_text(line, message if isinstance(message, str) else "", FROM_EVENT)
+    elif kind == "token_count":
+        _on_token_count(line, payload)
+    elif kind == "exec_command_end":
+        _on_exec_command_end(line, payload)
+    elif kind in ("error", "stream_error"):
+        message = payload.get("message")
+        text = message if isinstance(message, str) else ""
+        line.event(ERROR, data={"message": text[:MAX_ERROR_CHARS], "error_type": kind})
+    elif kind == "context_compacted":
+        _on_compaction(line, FROM_EVENT)
+    elif kind == "item_completed":
+        item_type = _dict(payload.get("item")).get("type")
+        if item_type not in IGNORED_COMPLETED_ITEM_TYPES:
+            line.drift(
+                f"event_msg/item_completed/{item_type if isinstance(item_type, str) else '?'}"
+            )
+    else:
+        line.drift(f"event_msg/{kind}")
+
+
+def _on_response_item(line: _Line, item: dict[str, Any]) -> None:
+    kind = item.get("type")
+    if not isinstance(kind, str):
+        line.drift("response_item/<no type>")
+        return
+    if kind in IGNORED_RESPONSE_ITEM_TYPES:
+        return
+    own_id = _str(item.get("id"))
+    if kind == "message":
+        role = item.get("role")
+        if role == "user":
+            _on_prompt(line, _typed_text(item.get("content")), FROM_ITEM)
+        elif role == "assistant":
+            _on_assistant_text(line, text_of(item.get("content")), FROM_ITEM, own_id)
+        # developer and system messages are instructions, never prompts.
+    elif kind == "reasoning":
+        line.event(REASONING, key=line.own_key("item", own_id), data={})
+    elif kind == "function_call":
+        call_id = _str(item.get("call_id")) or own_id
+        _emit_call(line, _str(item.get("name")), call_id, _parse_arguments(item.get("arguments")))
+    elif kind == "custom_tool_call":
+        call_id = _str(item.get("call_id")) or own_id
+        raw = item.get("input")
+        _emit_call(
+            line, _str(item.get("name")), call_id, {"input": raw if isinstance(raw, str) else ""}
+        )
+    elif kind == "local_shell_call":
+        call_id = _str(item.get("call_id")) or own_id
+        _emit_call(line, "local_shell", call_id, _dict(item.get("action")))
+    elif kind == "web_search_call":
+        # No output record follows: the model sees the results inside the API.
+        _emit_call(line, "web_search", own_id, _dict(item.get("action")))
+        if own_id is not None:
+            line.state["pending"].pop(own_id, None)
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        _emit_result(line, _str(item.get("call_id")), item.get("output"))
+    else:
+        line.drift(f"response_item/{kind}")
+
+
+def _on_legacy_header(line: _Line, header: dict[str, Any]) -> None:
+    """Pre-envelope line 1: ``{id, timestamp, instructions, git}``."""
+    state = line.state
+    if state.get("meta_seen"):
+        return
+    state["meta_seen"] = True
+    header_id = _str(header.get("id"))
+    if header_id:
+        state["native_id"] = header_id
+    line.session_facts(started_at=_ts(header.get("timestamp")))
+
+
+def _continues_replay(state: dict[str, Any], ts: str | None) -> bool:
+    """Is this record still part of the parent history copied into a forked rollout?
+
+    The copy is written in one burst right after the parent's session_meta; new activity
+    (the user typing the next prompt) comes after a pause. A record without a usable
+    timestamp ends the copy: better to count a copied record twice than to lose a new one.
+    """
+    now, before = _parse_ts(ts), _parse_ts(_str(state.get("replay_last_ts")))
+    if now is None or before is None:
+        return False
+    return abs((now - before).total_seconds()) <= REPLAY_GAP_SECONDS
+
+
+def _absorb_replayed(line: _Line, record_type: str, payload: dict[str, Any]) -> None:
+    """A copied record: it belongs to the parent session (which has its own rollout), so
+    only what the live part needs is kept: cwd, model and the token counter baseline."""
+    if record_type == "turn_context":
+        _on_turn_context(line, payload, emit=False)
+    elif record_type == "event_msg" and payload.get("type") == "token_count":
+        _on_token_count(line, payload, emit=False)
+
+
+def _on_envelope(line: _Line, record_type: str, payload: Any) -> None:
+    state = line.state
+    if state.get("replay"):
+        if _continues_replay(state, line.ts):
+            state["replay_last_ts"] = line.ts
+            if isinstance(payload, dict):
+                _absorb_replayed(line, record_type, payload)
+            return
+        state["replay"] = False
+        state["replay_last_ts"] = None
+    if record_type not in RECORD_TYPES:
+        line.drift(record_type)
+        return
+    if not isinstance(payload, dict):
+        line.drift(f"{record_type}/<invalid payload>")
+        return
+    if record_type == "session_meta":
+        _on_session_meta(line, payload)
+    elif record_type == "turn_context":
+        _on_turn_context(line, payload)
+    elif record_type == "event_msg":
+        _on_event_msg(line, payload)
+    elif record_type == "response_item":
+        _on_response_item(line, payload)
+    elif record_type == "compacted":
+        _on_compaction(line, "compacted")  # never the summary nor replacement_history
+
+
+# --------------------------------------------------------------------------- legacy .json
+
+
+def _on_chat_item(line: _Line, item: dict[str, Any]) -> None:
+    """A Chat-Completions-style item of the legacy .json rollout (ocodex fork)."""
+    role = item.get("role")
+    if role == "user":
+        _on_prompt(line, _typed_text(item.get("content")), FROM_ITEM)
+    elif role == "assistant":
+        reasoning = item.get("reasoning")
+        if isinstance(reasoning, str) and reasoning.strip():
+            line.event(REASONING, data={})
+        _on_assistant_text(line, text_of(item.get("content")), FROM_ITEM)
+        tool_calls = item.get("tool_calls")
+        for call in tool_calls if isinstance(tool_calls, list) else []:
+            function = _dict(_dict(call).get("function"))
+            _emit_call(
+                line,
+                _str(function.get("name")),
+                _str(_dict(call).get("id")),
+                _parse_arguments(function.get("arguments")),
+            )
+    elif role == "tool":
+        _emit_result(line, _str(item.get("tool_call_id")), item.get("content"))
+    elif role not in ("system", "developer"):
+        line.drift(f"document/{role if isinstance(role, str) else '<no role>'}")
+
+
+# --------------------------------------------------------------------------- adapter
+
+
+class CodexAdapter:
+    name = AGENT
+
+    def initial_state(self, source_path: str) -> dict[str, Any]:
+        return _fresh_state(source_path)
+
+    def parse(
+        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
+        _ensure_state(state, source_path)
+        if not isinstance(obj, dict):
+            return [
+                Drift(
+                    adapter=AGENT,
+                    version=_str(state.get("version")) or "unknown",
+                    record_type="<not an object>",
+                )
+            ]
+        line = _Line(source_path, offset, _ts(obj.get("timestamp")), state)
+        record_type = obj.get("type")
+        if isinstance(record_type, str) and "payload" in obj:
+            _on_envelope(line, record_type, obj.get("payload"))
+        elif "record_type" in obj:
+            pass  # pre-envelope {"record_type": "state"} lines carry nothing
+        elif isinstance(record_type, str):
+            # A pre-envelope bare response item: no timestamp of its own.
+            _on_response_item(line, obj)
+        elif "id" in obj and "timestamp" in obj:
+            _on_legacy_header(line, obj)
+        else:
+            line.drift("<no type>")
+        if line.ts is not None and state.get("turn_id") is not None:
+            state["turn_last_ts"] = line.ts
+        return line.out
+
+    def parse_document(self, obj: Any, source_path: str) -> list[Record]:
+        """The legacy single-JSON ``.json`` rollout: ``{"session": {...}, "items": [...]}``.
+
+        Items have no timestamps and no byte offsets: keys come from the item index
+        (``line_key(path, 0, i)``, then ``.1``, ``.2`` for further events of that item).
+        Items may be Chat-Completions style (``role``) or Responses API items (``type``).
+        """
+        state = _fresh_state(source_path)
+        if not isinstance(obj, dict):
+            return [Drift(adapter=AGENT, version="unknown", record_type="document/<not an object>")]
+        head = _Line(source_path, 0, None, state)
+        session = obj.get("session")
+        if isinstance(session, dict):
+            _on_legacy_header(head, session)
+        else:
+            head.drift("document/<no session>")
+        out = head.out
+        items = obj.get("items")
+        if not isinstance(items, list):
+            head.drift("document/<no items>")
+            return out
+        for i, item in enumerate(items):
+            line = _Line(source_path, 0, None, state, out, item_key=line_key(source_path, 0, i))
+            if not isinstance(item, dict):
+                line.drift("document/<not an object>")
+            elif isinstance(item.get("type"), str):
+                _on_response_item(line, item)
+            else:
+                _on_chat_item(line, item)
+        return out
+
+
+ADAPTER = CodexAdapter()

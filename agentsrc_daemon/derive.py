@@ -1,0 +1,298 @@
+"""Read, edit and command events derived from the tool calls of all three agents.
+
+* A TOOL_CALL yields READ and EDIT events: the files the call names (file tools), the
+  headers of an apply_patch, or what the shell parser finds in a command line.
+* A TOOL_RESULT of a shell-type tool yields one COMMAND event: the command line, where
+  it ran, its exit code, duration and whether it was interrupted.
+
+Derived events copy the provenance of their source (session, ts, adapter, file, offset,
+turn, call, subagent, tool) and get deterministic keys ``<source key>/read/<i>``,
+``<source key>/edit/<i>``, ``<source key>/command``, so re-deriving never duplicates.
+
+Pure apart from the injected ``project_root_for`` (see projects.ProjectRoots). The
+rules are documented in docs/formats-derived.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .adapters.common import summarize_input
+from .events import COMMAND, EDIT, READ, TOOL_CALL, TOOL_RESULT, Event, SessionFacts
+from .patch import MOVE, parse_patch, patch_text_of
+from .projects import is_external, is_windows_path, relative_to_project, resolve_path
+from .shellparse import (
+    OP_UPDATE,
+    OP_WRITE,
+    SHELLS,
+    argv_to_script,
+    is_foreign_shell,
+    parse_command,
+)
+
+OP_READ = "read"  # the model saw (part of) the file's content
+OP_GREP = "grep"  # the model saw matching lines of a file or of files under a directory
+
+# Codex tools that run a command line (argv list or string) and the key holding it.
+_CODEX_SHELL_TOOLS = {
+    "shell": "command",
+    "container.exec": "command",
+    "local_shell": "command",
+    "shell_command": "command",
+    "exec_command": "cmd",
+}
+_CODEX_PATCH_TOOLS = frozenset({"apply_patch", "applypatch"})
+
+# File tools: tool name -> (input keys holding the path, derived kind, op).
+_CLAUDE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "Read": (("file_path",), READ, OP_READ),
+    "NotebookRead": (("notebook_path",), READ, OP_READ),
+    "Edit": (("file_path",), EDIT, OP_UPDATE),
+    "MultiEdit": (("file_path",), EDIT, OP_UPDATE),
+    "Write": (("file_path",), EDIT, OP_WRITE),
+    "NotebookEdit": (("notebook_path",), EDIT, OP_UPDATE),
+}
+# Muse tools arrive normalized (Read/Edit/Write with file_path) or raw (read/edit/write
+# with path): both are accepted.
+_MUSE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "Read": (("file_path", "path"), READ, OP_READ),
+    "Edit": (("file_path", "path"), EDIT, OP_UPDATE),
+    "Write": (("file_path", "path"), EDIT, OP_WRITE),
+}
+for _name in ("Read", "Edit", "Write"):
+    _MUSE_FILE_TOOLS[_name.lower()] = _MUSE_FILE_TOOLS[_name]
+_SHELL_TOOLS_BY_ADAPTER = {
+    "claude-code": {"Bash": "command"},
+    "muse": {"Bash": "command", "exec": "command"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ShellInvocation:
+    script: str  # the command line; a `bash -lc SCRIPT` argv is unwrapped to SCRIPT
+    cwd: str | None  # where it ran: the tool's workdir, else the event's cwd
+    posix: bool  # False for PowerShell / cmd.exe: recorded as a command, never parsed
+
+
+def shell_invocation(
+    adapter: str, tool: str | None, tool_input: Any, cwd: str | None
+) -> ShellInvocation | None:
+    """The command line a shell-type tool call runs, or None for any other tool (or an
+    input that holds no usable command)."""
+    if not isinstance(tool_input, dict) or tool is None:
+        return None
+    if adapter == "codex":
+        key = _CODEX_SHELL_TOOLS.get(tool)
+    else:
+        key = _SHELL_TOOLS_BY_ADAPTER.get(adapter, {}).get(tool)
+    if key is None:
+        return None
+    inp: dict[str, Any] = tool_input
+    action = inp.get("action")
+    if key not in inp and isinstance(action, dict):  # Codex local_shell_call
+        inp = action
+    command = inp.get(key)
+    if command is None and key == "cmd":
+        command = inp.get("command")
+    workdir = inp.get("workdir") or inp.get("working_directory")
+    run_cwd = cwd
+    if isinstance(workdir, str) and workdir:
+        run_cwd = resolve_path(workdir, cwd)
+    if isinstance(command, list):
+        if not command or not all(isinstance(w, str) for w in command):
+            return None
+        return ShellInvocation(argv_to_script(command), run_cwd, not is_foreign_shell(command[0]))
+    if not isinstance(command, str) or not command.strip():
+        return None
+    return ShellInvocation(command, run_cwd, _string_is_posix(adapter, inp, run_cwd))
+
+
+def _string_is_posix(adapter: str, inp: dict[str, Any], cwd: str | None) -> bool:
+    """Whether a command *string* is POSIX shell. Codex hands strings to the user's
+    shell, which on Windows is PowerShell; Claude Code runs Bash (Git Bash) there."""
+    shell = inp.get("shell")
+    if isinstance(shell, str) and shell:
+        if is_foreign_shell(shell):
+            return False
+        if shell.replace("\\", "/").rsplit("/", 1)[-1] in SHELLS:
+            return True
+    return not (adapter == "codex" and cwd is not None and is_windows_path(cwd))
+
+
+def derive(
+    event: Event, project_root_for: Callable[[str], str], home: str | None = None
+) -> list[Event]:
+    """READ/EDIT events for a tool call, a COMMAND event for a shell tool's result,
+    nothing for anything else. ``home`` expands ~ and $HOME in command lines."""
+    if event.kind == TOOL_CALL:
+        return _derive_from_call(event, project_root_for, home)
+    if event.kind == TOOL_RESULT:
+        return _derive_command(event)
+    return []
+
+
+def _derive_from_call(
+    event: Event, project_root_for: Callable[[str], str], home: str | None
+) -> list[Event]:
+    inp = event.input
+    if not isinstance(inp, dict) or event.tool is None:
+        return []
+    tool = event.tool
+    reads: list[tuple[str, str]] = []  # (path, op)
+    edits: list[tuple[str, str]] = []
+    invocation = shell_invocation(event.adapter, tool, inp, event.cwd)
+    if invocation is not None:
+        if invocation.posix:
+            effects = parse_command(invocation.script, invocation.cwd, home, project_root_for)
+            reads = [(path, OP_READ) for path in effects.reads]
+            edits = list(effects.writes)
+    elif event.adapter == "codex":
+        if tool in _CODEX_PATCH_TOOLS:
+            text = patch_text_of(inp)
+            if text is not None:
+                edits = _patch_edits(text, event.cwd)
+        elif tool == "view_image":
+            path = _path_arg(inp, ("path",), event.cwd)
+            if path is not None:
+                reads = [(path, OP_READ)]
+    elif event.adapter == "claude-code":
+        if tool == "Grep":
+            # Only the content mode shows file content; the others list names or counts.
+            if inp.get("output_mode") == "content":
+                path = _path_arg(inp, ("path",), event.cwd) or event.cwd
+                if path is not None:
+                    reads = [(path, OP_GREP)]
+        else:
+            reads, edits = _file_tool(_CLAUDE_FILE_TOOLS, tool, inp, event.cwd)
+    elif event.adapter == "muse":
+        reads, edits = _file_tool(_MUSE_FILE_TOOLS, tool, inp, event.cwd)
+    if not reads and not edits:
+        return []
+    root = project_root_for(event.cwd) if event.cwd else None
+    out = [
+        _derived(event, READ, f"{event.key}/read/{i}", _path_data(path, op, root))
+        for i, (path, op) in enumerate(reads)
+    ]
+    out += [
+        _derived(event, EDIT, f"{event.key}/edit/{i}", _path_data(path, op, root))
+        for i, (path, op) in enumerate(edits)
+    ]
+    return out
+
+
+def _file_tool(
+    table: dict[str, tuple[tuple[str, ...], str, str]],
+    tool: str,
+    inp: dict[str, Any],
+    cwd: str | None,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    entry = table.get(tool)
+    if entry is None:
+        return [], []
+    keys, kind, op = entry
+    path = _path_arg(inp, keys, cwd)
+    if path is None:
+        return [], []
+    return ([(path, op)], []) if kind == READ else ([], [(path, op)])
+
+
+def _path_arg(inp: dict[str, Any], keys: tuple[str, ...], cwd: str | None) -> str | None:
+    for key in keys:
+        value = inp.get(key)
+        if isinstance(value, str) and value.strip() and "\0" not in value and "\n" not in value:
+            return resolve_path(value.strip(), cwd)
+    return None
+
+
+def _patch_edits(text: str, cwd: str | None) -> list[tuple[str, str]]:
+    edits: list[tuple[str, str]] = []
+    for entry in parse_patch(text):
+        for path in (entry.path, entry.move_to if entry.op == MOVE else None):
+            if path:
+                edit = (resolve_path(path, cwd), entry.op)
+                if edit not in edits:
+                    edits.append(edit)
+    return edits
+
+
+def _path_data(path: str, op: str, root: str | None) -> dict[str, Any]:
+    return {
+        "path": path,
+        "rel_path": relative_to_project(path, root),
+        "project_root": root,
+        "external": is_external(path, root),
+        "op": op,
+    }
+
+
+def _derive_command(event: Event) -> list[Event]:
+    invocation = shell_invocation(event.adapter, event.tool, event.input, event.cwd)
+    if invocation is None:
+        return []
+    is_error = event.data.get("is_error")
+    data = {
+        # Cut like any stored tool input: a heredoc can make a command line very long.
+        "command": summarize_input(invocation.script),
+        "cwd": invocation.cwd,
+        "exit_code": _int_or_none(event.data.get("exit_code")),
+        "duration_ms": _int_or_none(event.data.get("duration_ms")),
+        "interrupted": event.data.get("interrupted") is True,
+        # Muse reports only success/failure: kept as is rather than invented as an exit code.
+        "is_error": is_error if isinstance(is_error, bool) else None,
+    }
+    return [_derived(event, COMMAND, f"{event.key}/command", data)]
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value == value:  # not NaN
+        return round(value)
+    return None
+
+
+def _derived(source: Event, kind: str, key: str, data: dict[str, Any]) -> Event:
+    return Event(
+        key=key,
+        session_id=source.session_id,
+        kind=kind,
+        ts=source.ts,
+        adapter=source.adapter,
+        source_path=source.source_path,
+        offset=source.offset,
+        turn_id=source.turn_id,
+        tool=source.tool,
+        call_id=source.call_id,
+        subagent_id=source.subagent_id,
+        data=data,
+        cwd=source.cwd,
+    )
+
+
+@dataclass
+class Deriver:
+    """The derive stage as the ingestor calls it: ``deriver(event) -> list[Event]``.
+
+    ``home`` is the default home for ~ expansion (the local user's, since transcripts
+    are normally this machine's); ``learn`` records a session's own home from its
+    SessionFacts when the adapter knows it. Bounded: the oldest sessions are forgotten."""
+
+    project_root_for: Callable[[str], str]
+    home: str | None = None
+    max_sessions: int = 10000
+    _homes: dict[str, str] = field(default_factory=dict)
+
+    def learn(self, facts: SessionFacts) -> None:
+        if facts.home and facts.session_id not in self._homes:
+            if len(self._homes) >= self.max_sessions:
+                self._homes.pop(next(iter(self._homes)))
+            self._homes[facts.session_id] = facts.home
+
+    def __call__(self, event: Event) -> list[Event]:
+        if event.kind not in (TOOL_CALL, TOOL_RESULT):
+            return []
+        return derive(event, self.project_root_for, self._homes.get(event.session_id, self.home))
