@@ -113,7 +113,10 @@ class SessionFacts:
     parent_session_id: str | None = None
     home: str | None = None  # the user's home as seen by the agent, when derivable
 
-    FIRST_WINS = ("cwd", "started_at", "title", "originator", "source", "parent_session_id", "home")
+    # title is latest-wins: adapters emit a prompt-derived title once, and a later
+    # custom or AI title must replace it.
+    FIRST_WINS = ("cwd", "originator", "source", "parent_session_id", "home")
+    EARLIEST_WINS = ("started_at",)
 
 
 @dataclass(slots=True)

@@ -187,6 +187,10 @@ class _SessionTally:
     last_ts: str | None = None
 
 
+def _part_id(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
 def key_hash(key: str) -> bytes:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
@@ -460,6 +464,9 @@ class Store:
                 continue
             if name in SessionFacts.FIRST_WINS:
                 sets.append(f"{name}=COALESCE({name}, ?)")
+            elif name in SessionFacts.EARLIEST_WINS:
+                sets.append(f"{name}=MIN(COALESCE({name}, ?), ?)")
+                args.append(value)
             elif name == "last_event_at":
                 sets.append(f"{name}=MAX(COALESCE({name}, ''), ?)")
             else:
@@ -490,7 +497,7 @@ class Store:
         data = ev.data
         if ev.kind == MESSAGE and "part" in data:
             data = {k: v for k, v in data.items() if k != "part"}
-            data["parts"] = [ev.data["part"]]
+            data["parts"] = [_part_id(data.get("text") or "")]
         row = self.conn.execute(
             "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
             " subagent_id, adapter, source_id, offset, path, data)"
@@ -529,11 +536,13 @@ class Store:
             return
         data = orjson.loads(row[1])
         parts = data.get("parts") or []
-        part = ev.data.get("part")
+        text = ev.data.get("text") or ""
+        # Parts are identified by their text, so the same conversation replayed into
+        # another file under new record ids is not appended twice.
+        part = _part_id(text)
         if part in parts:
             return
         parts.append(part)
-        text = ev.data.get("text") or ""
         if text:
             data["text"] = (data.get("text") + "\n\n" + text) if data.get("text") else text
         data["parts"] = parts
@@ -573,8 +582,8 @@ class Store:
                 sets.append("last_event_at=MAX(COALESCE(last_event_at,''), ?)")
                 args.append(t.last_ts)
             if t.first_ts:
-                sets.append("started_at=COALESCE(started_at, ?)")
-                args.append(t.first_ts)
+                sets.append("started_at=MIN(COALESCE(started_at, ?), ?)")
+                args.extend([t.first_ts, t.first_ts])
             if sets:
                 args.append(sid)
                 self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)

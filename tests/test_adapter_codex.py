@@ -285,9 +285,9 @@ def test_prompt_dedupe_when_event_msg_comes_first() -> None:
     assert [
         (e.kind, e.ts) for e in records if isinstance(e, Event) and e.kind in (PROMPT, MESSAGE)
     ] == [
-        (PROMPT, "2025-10-01T00:00:00Z"),
-        (MESSAGE, "2025-10-01T00:00:02Z"),
-        (PROMPT, "2025-10-01T00:00:04Z"),
+        (PROMPT, "2025-10-01T00:00:00.000Z"),
+        (MESSAGE, "2025-10-01T00:00:02.000Z"),
+        (PROMPT, "2025-10-01T00:00:04.000Z"),
     ]
     assert len(events(records, TURN_START)) == 2
 

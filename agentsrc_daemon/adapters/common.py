@@ -67,8 +67,10 @@ def _normalize_ts(value: Any) -> str | None:
             return None
         if s.isascii() and s.isdigit():
             return _normalize_ts(int(s))
+        if len(s) == 24 and s[19] == "." and s.endswith("Z"):
+            return s  # already YYYY-MM-DDTHH:MM:SS.mmmZ: the common case, kept cheap
         if s.endswith("Z"):
-            return s
+            s = s[:-1] + "+00:00"
         try:
             dt = datetime.fromisoformat(s)
         except ValueError:

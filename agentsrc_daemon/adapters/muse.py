@@ -1,0 +1,472 @@
+"""Muse adapter: one line of ``<agents root>/<agentId>/sessions/<agentId>.jsonl`` in,
+normalized records out; ``parse_document`` reads the runtime index ``sessions.json``
+beside it for the model.
+
+Record layout (no public sample exists; shapes follow the Muse provider notes):
+
+* ``{"type": "session_header", "session_id", "agent_id", "created_at"}``, once per file.
+* ``{"type": "item", "seq", "source", "item": {...}, "created_at"}``: transcript items
+  ``message`` / ``message_parts`` (role user | assistant | developer), ``thinking``,
+  ``commentary_text``, ``function_call``, ``function_call_output``.
+* ``{"type": "compaction_checkpoint", "compaction_id", "trigger", "summary"}``: the
+  summary is a whole conversation retold and is never read.
+
+See docs/formats-muse.md for what is derived from which record and why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..events import (
+    COMPACTION,
+    DIRECTIVE,
+    MESSAGE,
+    PROMPT,
+    REASONING,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    Drift,
+    Event,
+    Record,
+    SessionFacts,
+    TurnFacts,
+    line_key,
+    session_key,
+)
+from .common import normalize_ts, summarize_input, text_of
+
+NAME = "muse"
+
+HANDLED_RECORD_TYPES = frozenset({"session_header", "item", "compaction_checkpoint"})
+HANDLED_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "message_parts",
+        "thinking",
+        "commentary_text",
+        "function_call",
+        "function_call_output",
+    }
+)
+# Roles whose messages are runtime/system instructions, not conversation: skipped.
+SKIPPED_ROLES = frozenset({"developer", "system"})
+# Muse's built-in tools, renamed to the names the rest of the daemon knows.
+TOOL_NAMES = {"exec": "Bash", "read": "Read", "edit": "Edit", "write": "Write"}
+FILE_TOOLS = frozenset({"read", "edit", "write"})
+ARGUMENT_NAMES = {"path": "file_path", "old_text": "old_string", "new_text": "new_string"}
+SUBAGENT_CONTEXT_PREFIX = "[subagent context]"  # compared case-insensitively
+
+MAX_PENDING_CALLS = 2000
+MAX_PENDING_INPUT_BYTES = 64 * 1024  # bigger inputs are kept summarized in the state
+MAX_TITLE_CHARS = 120
+
+_EPOCH = re.compile(r"[0-9]+(\.[0-9]+)?")
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _table(state: dict[str, Any], name: str) -> dict[str, Any]:
+    table = state.get(name)
+    if not isinstance(table, dict):
+        table = {}
+        state[name] = table
+    return table
+
+
+def is_directive_source(source: str | None) -> bool:
+    """Dotted ``runtime.*`` sources and ``scheduler.cron`` label what the runtime injects
+    (feed jobs, self-improvement runs, cron workers). A bare ``runtime`` is interactive."""
+    return source is not None and (source == "scheduler.cron" or source.startswith("runtime."))
+
+
+def muse_ts(value: Any) -> str | None:
+    """Muse writes ISO strings, and in places epoch seconds: numbers, or digit strings
+    that may carry a fraction (normalize_ts reads integers only)."""
+    if isinstance(value, str) and _EPOCH.fullmatch(value.strip()):
+        return normalize_ts(float(value))
+    return normalize_ts(value)
+
+
+def map_tool(name: str | None, arguments: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Built-ins get their canonical name and argument names; namespaced tools
+    (``memory_search``, ``subagent.spawn``...) pass through unchanged."""
+    if name is None:
+        return None, arguments
+    if name in FILE_TOOLS:
+        arguments = {ARGUMENT_NAMES.get(k, k): v for k, v in arguments.items()}
+    return TOOL_NAMES.get(name, name), arguments
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """A function_call's ``arguments``: a JSON object string (or, leniently, an object).
+    Anything else is kept whole as ``{"raw": ...}``."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return {"raw": raw}
+        return parsed if isinstance(parsed, dict) else {"raw": raw}
+    return {"raw": raw}
+
+
+@dataclass(slots=True)
+class _Line:
+    obj: dict[str, Any]
+    offset: int
+    source_path: str
+    state: dict[str, Any]
+    native_id: str
+    session_id: str
+    ts: str | None
+    source: str | None
+
+    def seq_key(self) -> str | None:
+        seq = self.obj.get("seq")
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            return f"{NAME}:{self.native_id}:{seq}"
+        if isinstance(seq, str) and seq.isascii() and seq.isdigit() and len(seq) < 20:
+            return f"{NAME}:{self.native_id}:{int(seq)}"
+        return None
+
+    def key(self) -> str:
+        """``muse:<session>:<seq>`` when the record has a sequence number, else where
+        the line sits in its file."""
+        return self.seq_key() or line_key(self.source_path, self.offset)
+
+    def event(self, kind: str, key: str, **fields: Any) -> Event:
+        turn = self.state.get("turn") if self.state.get("turn_open") else None
+        fields.setdefault("turn_id", turn if isinstance(turn, str) else None)
+        fields.setdefault("cwd", _str(self.state.get("cwd")))
+        return Event(
+            key=key,
+            session_id=self.session_id,
+            kind=kind,
+            ts=self.ts,
+            adapter=NAME,
+            source_path=self.source_path,
+            offset=self.offset,
+            **fields,
+        )
+
+
+class MuseAdapter:
+    name = NAME
+
+    def initial_state(self, source_path: str) -> dict[str, Any]:
+        return {
+            "session": None,  # native session id from the header
+            "version": None,
+            "cwd": None,
+            "turn": None,  # the latest turn (its prompt's key); events get it while open
+            "turn_open": False,
+            "last_ts": None,
+            "titled": False,
+            "pending": {},  # call_id -> {"tool": name, "input": input}
+        }
+
+    def parse(
+        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
+        try:
+            return self._parse(obj, offset, source_path, state)
+        except Exception as exc:  # never let one odd line stop the file; count it instead
+            return [Drift(NAME, _version(state), f"parse-error:{type(exc).__name__}")]
+
+    def parse_document(self, obj: Any, source_path: str) -> list[Record]:
+        """``sessions.json``, the runtime's index: the model of each session, from
+        ``context_window_usage.model_id`` (a point-in-time snapshot; best effort).
+
+        The shape is undocumented, so this looks in three places: the top level (the
+        session named by its ``session_id``, else the agent of the directory), a
+        ``sessions`` list of entries with ``session_id``, and a ``sessions`` object (or
+        the top level itself) keyed by session id. Anything else yields nothing."""
+        if not isinstance(obj, dict):
+            return []
+        agent_dir = os.path.basename(os.path.dirname(os.path.dirname(source_path)))
+        found: dict[str, str] = {}
+
+        def consider(entry: Any, fallback_id: str | None) -> None:
+            entry = _dict(entry)
+            model = _str(_dict(entry.get("context_window_usage")).get("model_id"))
+            native = _str(entry.get("session_id")) or _str(entry.get("id")) or fallback_id
+            if model and native:
+                found.setdefault(native, model)
+
+        consider(obj, agent_dir or None)
+        sessions = obj.get("sessions")
+        if isinstance(sessions, list):
+            for entry in sessions:
+                consider(entry, None)
+        for container in (_dict(sessions), obj):
+            for native, entry in container.items():
+                if isinstance(entry, dict) and "context_window_usage" in entry:
+                    consider(entry, native)
+        return [
+            SessionFacts(session_key(NAME, native), NAME, native, model=model)
+            for native, model in found.items()
+        ]
+
+    # -- dispatch ---------------------------------------------------------------------
+
+    def _parse(
+        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
+        if not isinstance(obj, dict):
+            return []
+        record_type = obj.get("type")
+        if not isinstance(record_type, str):
+            return [Drift(NAME, _version(state), "<no type>")]
+        if record_type not in HANDLED_RECORD_TYPES:
+            return [Drift(NAME, _version(state), record_type)]
+        if record_type == "session_header":
+            _read_header(obj, state)
+        native_id = _native_session_id(source_path, state)
+        line = _Line(
+            obj=obj,
+            offset=offset,
+            source_path=source_path,
+            state=state,
+            native_id=native_id,
+            session_id=session_key(NAME, native_id),
+            ts=muse_ts(obj.get("created_at")),
+            source=_str(obj.get("source")),
+        )
+        out: list[Record] = []
+        if record_type == "item":
+            out += _item(line)
+        elif record_type == "compaction_checkpoint":
+            out += _compaction(line)
+        if line.ts:
+            out.append(
+                SessionFacts(
+                    line.session_id,
+                    NAME,
+                    native_id,
+                    cwd=_str(state.get("cwd")),
+                    started_at=line.ts,
+                    last_event_at=line.ts,
+                )
+            )
+            state["last_ts"] = line.ts
+        return out
+
+
+ADAPTER = MuseAdapter()
+
+
+def _version(state: dict[str, Any]) -> str:
+    return _str(state.get("version")) or "unknown"
+
+
+def _read_header(obj: dict[str, Any], state: dict[str, Any]) -> None:
+    native = _str(obj.get("session_id")) or _str(obj.get("agent_id"))
+    if native:
+        state["session"] = native
+    for field, name in (("version", "version"), ("cwd", "cwd")):
+        value = _str(obj.get(field))
+        if value:
+            state[name] = value
+
+
+def _native_session_id(source_path: str, state: dict[str, Any]) -> str:
+    """The header's session id; before (or without) a header, the transcript's name,
+    which is the agent id."""
+    native = _str(state.get("session"))
+    if native:
+        return native
+    stem = os.path.basename(source_path)
+    if stem.endswith(".jsonl"):
+        stem = stem[: -len(".jsonl")]
+    return stem or "unknown"
+
+
+# -- items ------------------------------------------------------------------------------
+
+
+def _item(line: _Line) -> list[Record]:
+    item = line.obj.get("item")
+    if not isinstance(item, dict):
+        return []
+    item_type = item.get("type")
+    if not isinstance(item_type, str):
+        return [Drift(NAME, _version(line.state), "item/<no type>")]
+    if item_type not in HANDLED_ITEM_TYPES:
+        return [Drift(NAME, _version(line.state), f"item/{item_type}")]
+    source_data = {"source": line.source}
+    if item_type in ("message", "message_parts"):
+        return _message(line, item)
+    if item_type == "commentary_text":
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return []
+        return [line.event(MESSAGE, line.key(), data={"text": text, **source_data})]
+    if item_type == "thinking":
+        thinking = item.get("thinking")
+        data: dict[str, Any] = {"chars": len(thinking)} if isinstance(thinking, str) else {}
+        return [line.event(REASONING, line.key(), data={**data, **source_data})]
+    if item_type == "function_call":
+        return [_tool_call(line, item)]
+    return [_tool_result(line, item)]
+
+
+def _message(line: _Line, item: dict[str, Any]) -> list[Record]:
+    role = item.get("role") if isinstance(item.get("role"), str) else None
+    if role in SKIPPED_ROLES:
+        return []
+    text = item.get("text")
+    if not isinstance(text, str):
+        parts = item.get("parts")
+        # Only text parts (or untyped ones) carry the message's words.
+        text = text_of(
+            [p for p in parts if not isinstance(p, dict) or p.get("type") in (None, "text")]
+            if isinstance(parts, list)
+            else parts
+        )
+    text = text.strip()
+    if role == "assistant":
+        if not text:
+            return []
+        return [line.event(MESSAGE, line.key(), data={"text": text, "source": line.source})]
+    if role != "user":
+        return [Drift(NAME, _version(line.state), f"item/{item.get('type')}/role:{role}")]
+    if not text:
+        return []
+    if is_directive_source(line.source):
+        # The runtime starts a job of its own: the user's turn is over, and the job's
+        # events belong to no turn until the next real prompt.
+        out = _end_turn(line)
+        out.append(line.event(DIRECTIVE, line.key(), data={"text": text, "source": line.source}))
+        return out
+    out = _end_turn(line)
+    out += _start_turn(line)
+    out.append(line.event(PROMPT, line.key(), data={"text": text, "source": line.source}))
+    # The session's title is its first real prompt; an injected "[Subagent Context]"
+    # preamble still counts as a prompt but would make a useless title.
+    if not line.state.get("titled") and not text.lower().startswith(SUBAGENT_CONTEXT_PREFIX):
+        title = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        line.state["titled"] = True
+        out.append(
+            SessionFacts(line.session_id, NAME, line.native_id, title=title[:MAX_TITLE_CHARS])
+        )
+    return out
+
+
+def _end_turn(line: _Line) -> list[Record]:
+    """Muse writes no turn boundaries: a turn ends with the last event before the next
+    prompt or runtime directive."""
+    state = line.state
+    turn_id = state.get("turn")
+    if not state.get("turn_open") or not isinstance(turn_id, str):
+        return []
+    state["turn_open"] = False
+    ended_at = _str(state.get("last_ts")) or line.ts
+    end = line.event(
+        TURN_END, f"{turn_id}:end", turn_id=turn_id, data={"status": "complete", "reason": None}
+    )
+    end.ts = ended_at
+    return [end, TurnFacts(line.session_id, turn_id, ended_at=ended_at, status="complete")]
+
+
+def _start_turn(line: _Line) -> list[Record]:
+    """Each real prompt opens a turn, named by the prompt's key."""
+    state = line.state
+    turn_id = line.key()
+    state["turn"] = turn_id
+    state["turn_open"] = True
+    start = line.event(TURN_START, f"{turn_id}:start", turn_id=turn_id)
+    facts = TurnFacts(
+        line.session_id, turn_id, started_at=line.ts, status="open", cwd=_str(state.get("cwd"))
+    )
+    return [start, facts]
+
+
+def _tool_call(line: _Line, item: dict[str, Any]) -> Event:
+    raw_name = _str(item.get("name"))
+    name, arguments = map_tool(raw_name, parse_arguments(item.get("arguments")))
+    call_id = _str(item.get("call_id"))
+    if call_id:
+        kept = arguments
+        if len(orjson.dumps(arguments, default=str)) > MAX_PENDING_INPUT_BYTES:
+            kept = summarize_input(arguments)
+        pending = _table(line.state, "pending")
+        pending.pop(call_id, None)
+        pending[call_id] = {"tool": name, "input": kept}
+        while len(pending) > MAX_PENDING_CALLS:
+            del pending[next(iter(pending))]
+    return line.event(
+        TOOL_CALL,
+        line.key(),
+        tool=name,
+        call_id=call_id,
+        data={"input": summarize_input(arguments), "source": line.source},
+        input=arguments,
+    )
+
+
+def _tool_result(line: _Line, item: dict[str, Any]) -> Event:
+    call_id = _str(item.get("call_id"))
+    call = _dict(_table(line.state, "pending").pop(call_id, None)) if call_id else {}
+    output = item.get("output")
+    if isinstance(output, str):
+        text = output
+    elif output is None:
+        text = ""
+    else:
+        text = orjson.dumps(output, default=str).decode()
+    success = item.get("success")
+    return line.event(
+        TOOL_RESULT,
+        line.key(),
+        tool=_str(call.get("tool")),
+        call_id=call_id,
+        data={
+            "is_error": (not success) if isinstance(success, bool) else None,
+            "exit_code": None,
+            "duration_ms": None,
+            "output_chars": len(text),
+            "interrupted": False,
+            "source": line.source,
+        },
+        input=_dict(call.get("input")) if "input" in call else None,
+        contents=[("output", text)] if text else [],
+    )
+
+
+def _compaction(line: _Line) -> list[Record]:
+    """Metadata only: the checkpoint's summary is never read."""
+    obj = line.obj
+    key = line.seq_key()
+    compaction_id = obj.get("compaction_id")
+    if key is None and isinstance(compaction_id, int | str) and not isinstance(compaction_id, bool):
+        key = f"{NAME}:{line.native_id}:compaction:{compaction_id}"
+    pre_tokens = obj.get("pre_tokens")
+    return [
+        line.event(
+            COMPACTION,
+            key or line.key(),
+            data={
+                "trigger": _str(obj.get("trigger")),
+                "pre_tokens": pre_tokens
+                if isinstance(pre_tokens, int) and not isinstance(pre_tokens, bool)
+                else None,
+            },
+        )
+    ]
