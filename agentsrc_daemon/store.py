@@ -922,7 +922,8 @@ class Reader:
         if failed is True:
             where.append(
                 "(COALESCE(json_extract(e.data, '$.exit_code'), 0) != 0"
-                " OR json_extract(e.data, '$.interrupted') = 1)"
+                " OR json_extract(e.data, '$.interrupted') = 1"
+            " OR json_extract(e.data, '$.is_error') = 1)"
             )
         elif failed is False:
             where.append("json_extract(e.data, '$.exit_code') = 0")

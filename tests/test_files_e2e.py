@@ -145,6 +145,40 @@ def test_codex_commands_have_exit_codes_and_cwd(daemon) -> None:  # type: ignore
         assert all(c["command"] for c in cmds)
         assert any(c["exit_code"] is not None for c in cmds), s["id"]
         failed = cli_json(daemon, "commands", "--session", s["id"], "--failed", "--limit", "10000")
-        assert all((c["exit_code"] or 0) != 0 or c.get("interrupted") for c in failed)
+        assert all(
+            (c["exit_code"] or 0) != 0 or c.get("interrupted") or c.get("is_error") for c in failed
+        )
         assert {c["id"] for c in failed} <= {c["id"] for c in cmds}
     assert with_cmds >= 10
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_muse_sessions_edits_reads_and_commands(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    copy_tree(FIXTURES / "muse" / "agents", home / "muse-agents")
+    d = DaemonProcess(home, env={"MUSE_AGENTS_DIR": str(home / "muse-agents")}).start()
+    try:
+        d.wait_live()
+        sessions = {s["native_id"]: s for s in cli_json(d, "sessions", "--agent", "muse")}
+        assert set(sessions) == {"sess-scout-1", "sess-helper-7"}
+        scout = sessions["sess-scout-1"]
+        assert scout["model"] == "muse-pro-1"  # from sessions.json, best effort
+        edits = cli_json(d, "events", "--session", scout["id"], "--kind", "edit")
+        assert sorted((e["tool"], e["path"], e["op"]) for e in edits) == [
+            ("Edit", "src/config.py", "update"),
+            ("Write", "src/alias.py", "write"),
+        ]
+        reads = cli_json(d, "events", "--session", scout["id"], "--kind", "read")
+        assert [(e["tool"], e["path"]) for e in reads] == [("Read", "src/config.py")]
+        cmds = cli_json(d, "commands", "--session", scout["id"])
+        # Muse reports success, not an exit code: it is kept as is_error.
+        assert [(c["command"], c["exit_code"], c["is_error"]) for c in cmds] == [
+            ("pytest -q", None, False)
+        ]
+        # Directives from dotted runtime.* / scheduler.cron sources are not prompts.
+        directives = cli_json(d, "events", "--kind", "directive")
+        assert directives and all(e["source"] != "runtime" for e in directives)
+    finally:
+        d.cleanup()
