@@ -80,7 +80,7 @@ def run(
         code = Daemon(cfg, cli_overrides=overrides).run()
     except AlreadyRunning as exc:
         fail(str(exc), 1)
-    except PermissionError as exc:
+    except (PermissionError, ConfigError) as exc:
         fail(str(exc), 1)
     raise typer.Exit(code)
 

@@ -19,7 +19,7 @@ import structlog
 from . import sources, tail
 from .adapters import Adapter
 from .events import Drift, Event, SessionFacts, TurnFacts
-from .store import Batch, Cursor, DocumentFacts
+from .store import Batch, Cursor, DocumentFacts, utc_now
 
 log = structlog.get_logger("agentsrc.ingest")
 
@@ -118,10 +118,8 @@ class Ingestor:
         else:
             rnd = self._ingest_memory(spec, cursor, batch)
         if rnd.gone:
-            if cursor.gone_at is None and cursor.source_id is not None:
-                from .store import _now
-
-                cursor.gone_at = _now()
+            if cursor.gone_at is None:
+                cursor.gone_at = utc_now()
                 batch.cursors[spec.path] = cursor
                 if spec.mode == sources.MEMORY:
                     batch.gone_documents.append(spec.path)
@@ -215,6 +213,11 @@ class Ingestor:
         if produced and self.scan is not None:
             produced.extend(self.scan.process(produced))
         for ev in produced:
+            # Derivation and scanning are done: drop what must never be stored, now,
+            # rather than holding full tool outputs until the batch commits.
+            ev.input = None
+            ev.contents = []
+            ev.spill_path = None
             text = ev.data.get("text")
             if isinstance(text, str) and len(text) > MAX_STORED_TEXT_CHARS:
                 ev.data["text"] = text[:MAX_STORED_TEXT_CHARS]

@@ -39,6 +39,7 @@ from .events import (
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
+WRITER_CACHE_KIB = 8 * 1024
 
 # Each entry migrates the schema from version i to i+1. Never edit a released entry:
 # append a new one.
@@ -142,7 +143,6 @@ MIGRATIONS: list[str] = [
     # 1 -> 2: project scoping for path queries
     """
     ALTER TABLE sessions ADD COLUMN project_root TEXT;
-    CREATE INDEX events_session_kind ON events(session_id, kind, id);
     """,
 ]
 
@@ -195,7 +195,7 @@ def key_hash(key: str) -> bytes:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _now() -> str:
+def utc_now() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
@@ -222,6 +222,32 @@ class Cursor:
     lines: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     gone_at: str | None = None
+    state_json: bytes | None = None  # set by snapshot(): the state frozen as JSON
+
+    def snapshot(self) -> Cursor:
+        """A copy that later reads cannot change: batches are committed by another
+        thread while the ingest loop reads on, and a cursor must be saved exactly as it
+        was when its events were handed over."""
+        return Cursor(
+            path=self.path,
+            adapter=self.adapter,
+            mode=self.mode,
+            source_id=self.source_id,
+            dev=self.dev,
+            ino=self.ino,
+            size=self.size,
+            mtime_ns=self.mtime_ns,
+            offset=self.offset,
+            head_len=self.head_len,
+            head_hash=self.head_hash,
+            skipping=self.skipping,
+            state=None,
+            generation=self.generation,
+            lines=self.lines,
+            skipped=dict(self.skipped),
+            gone_at=self.gone_at,
+            state_json=orjson.dumps(self.state) if self.state is not None else None,
+        )
 
 
 @dataclass(slots=True)
@@ -247,6 +273,7 @@ class Batch:
     gone_documents: list[str] = field(default_factory=list)
     session_sources: set[tuple[str, str]] = field(default_factory=set)  # (session_id, path)
     project_roots: dict[str, str] = field(default_factory=dict)  # session_id -> root
+    prepared: list[PreparedEvent] | None = None  # set by prepare()
 
     def __len__(self) -> int:
         return len(self.events) + len(self.sessions) + len(self.turns)
@@ -263,6 +290,63 @@ class Batch:
         )
 
 
+@dataclass(slots=True)
+class PreparedEvent:
+    key_hash: bytes
+    event: Event
+    data: dict[str, Any]  # as stored
+    data_json: bytes
+    path: str | None
+
+
+def prepare(batch: Batch) -> None:
+    """The pure-Python half of a commit (hashing keys, encoding JSON), done on the
+    ingest thread before the transaction opens. Also drops the
+    events' transient fields (full inputs, contents): they are never stored."""
+    out: list[PreparedEvent] = []
+    for ev in batch.events:
+        data = ev.data
+        if ev.kind == MESSAGE and "part" in data:
+            data = {k: v for k, v in data.items() if k != "part"}
+            data["parts"] = [_part_id(data.get("text") or "")]
+        path = data.get("path")
+        out.append(
+            PreparedEvent(
+                key_hash(ev.key),
+                ev,
+                data,
+                orjson.dumps(data),
+                path if isinstance(path, str) else None,
+            )
+        )
+        ev.input = None
+        ev.contents = []
+    batch.prepared = out
+
+
+@dataclass(slots=True)
+class Inserted:
+    """What a commit inserted, in id order."""
+
+    events: list[tuple[int, PreparedEvent]]
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """JSON-ready events, for subscribers (built only when someone listens)."""
+        out = []
+        for eid, p in self.events:
+            ev = p.event
+            out.append(
+                event_row_to_json(
+                    (eid, ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
+                     ev.subagent_id, ev.adapter, ev.source_path, ev.offset, p.data)
+                )
+            )
+        return out
+
+
 def _secure_file(path: Path) -> None:
     with suppress(FileNotFoundError):
         os.chmod(path, 0o600)
@@ -276,6 +360,12 @@ def connect(db_path: Path, *, readonly: bool = False) -> apsw.Connection:
     conn.setbusytimeout(BUSY_TIMEOUT_MS)
     if not readonly:
         conn.execute("PRAGMA journal_mode=WAL")
+        # The writer's page cache holds the hot parts of the indexes (the key-hash index
+        # is random-access by nature); bounded, so it counts toward the memory budget.
+        conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        # Fewer, larger checkpoints during a backfill; the WAL is truncated after each.
+        conn.execute("PRAGMA wal_autocheckpoint=4000")
+        conn.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=OFF")
     return conn
@@ -377,22 +467,25 @@ class Store:
                 c.head_len,
                 c.head_hash,
                 int(c.skipping),
-                orjson.dumps(c.state) if c.state is not None else None,
+                c.state_json
+                if c.state_json is not None
+                else (orjson.dumps(c.state) if c.state is not None else None),
                 c.generation,
                 c.lines,
                 orjson.dumps(c.skipped).decode(),
                 c.gone_at,
-                _now(),
+                utc_now(),
                 sid,
             ),
         )
 
     # ---- the commit --------------------------------------------------------------
 
-    def commit(self, batch: Batch) -> list[dict[str, Any]]:
-        """Commit a batch in one transaction. Returns the newly inserted events as
-        JSON-ready dicts (for subscribers), in id order."""
-        inserted: list[dict[str, Any]] = []
+    def commit(self, batch: Batch) -> Inserted:
+        """Commit a batch in one transaction. Returns what was newly inserted (not
+        ignored as already known); ``Inserted.rows()`` shapes it for subscribers."""
+        if batch.prepared is None:
+            prepare(batch)
         with self.lock, self.conn:
             for cursor in batch.cursors.values():
                 self._source_id(cursor)
@@ -414,11 +507,7 @@ class Store:
                     (sid, adapter, native),
                 )
             tally: dict[str, _SessionTally] = {}
-            for ev in batch.events:
-                row = self._insert_event(ev)
-                if row is not None:
-                    inserted.append(row)
-                    self._count(ev, tally)
+            inserted = self._insert_events(batch, tally)
             self._apply_tally(tally)
             for session_id, path in batch.session_sources:
                 src = self._source_ids.get(path)
@@ -432,7 +521,7 @@ class Store:
                     "INSERT INTO drift(adapter, version, record_type, count, last_seen)"
                     " VALUES(?,?,?,1,?) ON CONFLICT(adapter, version, record_type)"
                     " DO UPDATE SET count=count+1, last_seen=excluded.last_seen",
-                    (d.adapter, d.version, d.record_type, _now()),
+                    (d.adapter, d.version, d.record_type, utc_now()),
                 )
             for doc in batch.documents:
                 self.conn.execute(
@@ -440,12 +529,12 @@ class Store:
                     " gone_at, updated_at) VALUES(?,?,?,?,?,?,NULL,?) ON CONFLICT(path) DO UPDATE"
                     " SET size=excluded.size, sha256=excluded.sha256, mtime_ns=excluded.mtime_ns,"
                     " gone_at=NULL, updated_at=excluded.updated_at",
-                    (doc.path, doc.agent, doc.project, doc.size, doc.sha256, doc.mtime_ns, _now()),
+                    (doc.path, doc.agent, doc.project, doc.size, doc.sha256, doc.mtime_ns, utc_now()),
                 )
             for path in batch.gone_documents:
                 self.conn.execute(
                     "UPDATE documents SET gone_at=? WHERE path=? AND gone_at IS NULL",
-                    (_now(), path),
+                    (utc_now(), path),
                 )
             for cursor in batch.cursors.values():
                 self._save_cursor(cursor)
@@ -488,45 +577,47 @@ class Store:
             (t.session_id, t.turn_id, t.started_at, t.ended_at, t.status, t.cwd, t.model),
         )
 
-    def _insert_event(self, ev: Event) -> dict[str, Any] | None:
-        source_id = self._source_ids.get(ev.source_path)
-        if source_id is None:
-            source_id = self._source_id(Cursor(ev.source_path, ev.adapter, "jsonl"))
-        kh = key_hash(ev.key)
-        path = ev.data.get("path") if isinstance(ev.data.get("path"), str) else None
-        data = ev.data
-        if ev.kind == MESSAGE and "part" in data:
-            data = {k: v for k, v in data.items() if k != "part"}
-            data["parts"] = [_part_id(data.get("text") or "")]
-        row = self.conn.execute(
+    def _insert_events(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
+        """Insert a batch with one executemany; the rows that were new (not ignored as
+        already known) are read back by id."""
+        prepared = batch.prepared or []
+        if not prepared:
+            return Inserted([])
+        row = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
+        before = int(row[0]) if row else 0
+        source_ids = self._source_ids
+        rows = []
+        for p in prepared:
+            ev = p.event
+            source_id = source_ids.get(ev.source_path)
+            if source_id is None:
+                source_id = self._source_id(Cursor(ev.source_path, ev.adapter, "jsonl"))
+            rows.append(
+                (p.key_hash, ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
+                 ev.subagent_id, ev.adapter, source_id, ev.offset, p.path, p.data_json)
+            )
+        self.conn.executemany(
             "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
             " subagent_id, adapter, source_id, offset, path, data)"
-            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-            (
-                kh,
-                ev.session_id,
-                ev.kind,
-                ev.ts,
-                ev.turn_id,
-                ev.tool,
-                ev.call_id,
-                ev.subagent_id,
-                ev.adapter,
-                source_id,
-                ev.offset,
-                path,
-                orjson.dumps(data),
-            ),
-        ).fetchone()
-        if row is None:
-            if ev.kind == MESSAGE and "part" in ev.data:
-                self._merge_message_part(kh, ev)
-            return None
-        out = event_row_to_json(
-            (row[0], ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
-             ev.subagent_id, ev.adapter, ev.source_path, ev.offset, data)
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
         )
-        return out
+        new_ids = {
+            kh: eid
+            for eid, kh in self.conn.execute(
+                "SELECT id, key_hash FROM events WHERE id > ?", (before,)
+            )
+        }
+        inserted: list[tuple[int, PreparedEvent]] = []
+        for p in prepared:
+            eid = new_ids.pop(p.key_hash, None)  # pop: a key twice in one batch is new once
+            if eid is None:
+                if p.event.kind == MESSAGE and "part" in p.event.data:
+                    self._merge_message_part(p.key_hash, p.event)
+                continue
+            self._count(p.event, tally)
+            inserted.append((eid, p))
+        return Inserted(inserted)
 
     def _merge_message_part(self, kh: bytes, ev: Event) -> None:
         """One assistant message written as several lines (one per block): append each
@@ -591,7 +682,7 @@ class Store:
     # ---- small writes outside batches ---------------------------------------------
 
     def mark_gone(self, paths: Iterable[str]) -> None:
-        now = _now()
+        now = utc_now()
         with self.lock, self.conn:
             for p in paths:
                 self.conn.execute(

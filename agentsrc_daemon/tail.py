@@ -214,16 +214,70 @@ def _read_loop(
             pos += start
             cursor.offset = pos
             result.changed = True
-        if len(buf) > max_line:
-            # An over-long line: never hold it whole. Skip to its newline, even across
-            # reads and restarts (cursor.skipping is persisted).
-            _count(cursor, OVERSIZE)
-            pos += len(buf)
+        if len(buf) > min(BIG_LINE_BYTES, max_line):
+            # A long partial line. Find its end by scanning ahead without keeping what
+            # is scanned; then read it once into a buffer of exactly its size (growing
+            # a buffer chunk by chunk would hold up to twice the line).
+            line_len = _find_line_end(fd, pos, len(buf), max_line)
+            if line_len is None:
+                return  # not complete yet: wait for its newline
+            if line_len > max_line:
+                # Over the cap: never hold it whole. Skip to its newline, even across
+                # reads and restarts (cursor.skipping is persisted).
+                _count(cursor, OVERSIZE)
+                pos += len(buf)
+                buf.clear()
+                cursor.offset = pos
+                cursor.skipping = True
+                consumed_any = True
+                result.changed = True
+                continue
+            line = _read_exact(fd, pos, line_len, buf)
             buf.clear()
+            line_offset = pos
+            pos += line_len + 1
+            read_total += line_len
             cursor.offset = pos
-            cursor.skipping = True
+            cursor.lines += 1
             consumed_any = True
             result.changed = True
+            obj = decode_line(line, cursor)
+            crc = zlib.crc32(line) if obj is not None else 0
+            del line  # released before the adapter sees the decoded object
+            if obj is not None:
+                on_line(Line(line_offset, obj, crc))
+
+
+def _find_line_end(fd: int, start: int, known: int, max_line: int) -> int | None:
+    """Length of the line starting at ``start`` (whose first ``known`` bytes hold no
+    newline); ``max_line + 1`` once it is known to be longer than the cap; None at
+    EOF before its newline."""
+    if known > max_line:
+        return max_line + 1
+    at = start + known
+    while True:
+        chunk = os.pread(fd, CHUNK_BYTES, at)
+        if not chunk:
+            return None
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            return at + nl - start
+        at += len(chunk)
+        if at - start > max_line:
+            return max_line + 1
+
+
+def _read_exact(fd: int, start: int, length: int, head: bytearray) -> bytearray:
+    line = bytearray(length)
+    line[: len(head)] = head
+    at = len(head)
+    while at < length:
+        chunk = os.pread(fd, min(CHUNK_BYTES, length - at), start + at)
+        if not chunk:
+            raise OSError("file shrank while reading a line")
+        line[at : at + len(chunk)] = chunk
+        at += len(chunk)
+    return line
 
 
 def _refresh_head(fd: int, cursor: Cursor) -> None:

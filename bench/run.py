@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from replicate import replicate  # noqa: E402
-
 from agentsrc_daemon.client import Client, DaemonNotRunning  # noqa: E402
+
+from replicate import replicate  # noqa: E402
 
 CORPUS = Path(
     os.environ.get("AGENTSRC_CORPUS", REPO.parent / "shared" / "corpus" / "home")

@@ -51,8 +51,8 @@ def test_files_are_private(tmp_path: Path, store: Store) -> None:
 def test_reinsert_is_ignored_and_counters_not_doubled(store: Store, tmp_path: Path) -> None:
     facts = [E.SessionFacts("codex:s1", "codex", "s1", cwd="/w", model="m1")]
     b1 = batch(ev("p1", E.PROMPT, data={"text": "a"}), ev("c1", E.TOOL_CALL, tool="shell"), facts=facts)
-    assert [e["kind"] for e in store.commit(b1)] == ["prompt", "tool_call"]
-    assert store.commit(b1) == []  # a re-read of the same lines
+    assert [e["kind"] for e in store.commit(b1).rows()] == ["prompt", "tool_call"]
+    assert store.commit(b1).rows() == []  # a re-read of the same lines
     r = Reader(tmp_path / "db.sqlite")
     s = r.session("codex:s1")
     assert s is not None

@@ -43,6 +43,7 @@ from ..events import (
     line_key,
     session_key,
 )
+from .common import first_line as common_first_line
 from .common import normalize_ts, summarize_input, text_of
 
 NAME = "claude-code"
@@ -153,10 +154,7 @@ def _table(state: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def first_line(text: str, limit: int = MAX_TITLE_CHARS) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:limit]
-    return ""
+    return common_first_line(text, limit)
 
 
 @dataclass(slots=True)

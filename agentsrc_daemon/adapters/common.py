@@ -98,3 +98,16 @@ def text_of(content: Any) -> str:
                     parts.append(t)
         return "\n".join(parts)
     return ""
+
+
+TITLE_SCAN_CHARS = 64 * 1024
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    """The first non-blank line, cut to ``limit``. Looks only at the start of the
+    text: a 50 MB pasted prompt must not be split (copied) just to title a session."""
+    for line in text[:TITLE_SCAN_CHARS].splitlines():
+        stripped = line.strip()
+        if stripped:
+            return stripped[:limit]
+    return ""

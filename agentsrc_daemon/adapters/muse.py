@@ -41,6 +41,7 @@ from ..events import (
     line_key,
     session_key,
 )
+from .common import first_line as common_first_line
 from .common import normalize_ts, summarize_input, text_of
 
 NAME = "muse"
@@ -361,7 +362,7 @@ def _message(line: _Line, item: dict[str, Any]) -> list[Record]:
     # The session's title is its first real prompt; an injected "[Subagent Context]"
     # preamble still counts as a prompt but would make a useless title.
     if not line.state.get("titled") and not text.lower().startswith(SUBAGENT_CONTEXT_PREFIX):
-        title = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        title = common_first_line(text, len(text))
         line.state["titled"] = True
         out.append(
             SessionFacts(line.session_id, NAME, line.native_id, title=title[:MAX_TITLE_CHARS])

@@ -1,0 +1,261 @@
+"""The scan stage: what the model saw and wrote is scanned for secrets at ingest; only
+findings are kept, and stored text is redacted before it is written.
+
+For each batch of events from one file round:
+
+* tool results: their contents (tool output, stdout/stderr, a read file's content) and,
+  for Claude, the spilled ``tool-results/<id>.txt`` file the result points at (only at
+  the path the layout dictates, never a path taken from transcript text; 16 MiB cap);
+* tool calls: the content they write (Write content, Edit/MultiEdit new strings,
+  NotebookEdit source, apply_patch text) and their stored input strings (commands);
+* prompts and assistant text.
+
+Every finding becomes a ``secret`` event (type, line within the content, keyed hash of
+the value, the file path when the content was a file read). Stored strings (prompt and
+assistant text, tool inputs, command lines) are redacted: each secret replaced by
+``[REDACTED:<type>]``. Reads of sensitive paths (.env, keys, credentials...) become
+``sensitive_read`` events whether or not their content matched anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from .config import ScanConfig
+from .events import (
+    COMMAND,
+    DIRECTIVE,
+    ERROR,
+    MESSAGE,
+    PROMPT,
+    READ,
+    SECRET,
+    SENSITIVE_READ,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Event,
+)
+from .scan import (
+    Finding,
+    SecretScanner,
+    is_excluded_path,
+    is_excluded_session,
+    is_sensitive_path,
+)
+
+log = structlog.get_logger("agentsrc.secrets")
+
+MAX_SPILL_BYTES = 16 * 1024 * 1024
+MIN_SCANNED_CHARS = 8  # no detector fires on anything shorter
+CALL_PATHS_REMEMBERED = 4096
+
+# Events whose stored strings can carry what the model saw or wrote. (Paths in read
+# and edit events are not redacted: they are what those events are for.)
+REDACTED_KINDS = frozenset({PROMPT, DIRECTIVE, MESSAGE, TOOL_CALL, COMMAND, ERROR})
+# Tool input fields holding content the model wrote (full input, before summarizing).
+WRITTEN_FIELDS = ("content", "new_string", "new_source", "new_text")
+
+
+@dataclass
+class SecretStage:
+    scanner: SecretScanner
+    config: ScanConfig
+    findings_total: int = 0
+    sensitive_reads_total: int = 0
+    # call id -> the paths its derived read events named: a result's content is
+    # attributed to a file when its call read exactly one.
+    _call_paths: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
+
+    def process(self, events: list[Event]) -> list[Event]:
+        extra: list[Event] = []
+        for ev in events:
+            if ev.kind == READ:
+                self._remember_read(ev)
+        for ev in events:
+            if self.config.exclude_sessions and is_excluded_session(
+                ev.session_id, self.config.exclude_sessions
+            ):
+                continue
+            if ev.kind == READ:
+                sensitive = self._sensitive_read(ev)
+                if sensitive is not None:
+                    extra.append(sensitive)
+                continue
+            if ev.kind in (TOOL_RESULT, TOOL_CALL):
+                extra.extend(self._scan_contents(ev))
+            extra.extend(self._redact_stored(ev))
+        return extra
+
+    # ---- reads ----------------------------------------------------------------------
+
+    def _remember_read(self, ev: Event) -> None:
+        if not ev.call_id or not isinstance(ev.data.get("path"), str):
+            return
+        paths = self._call_paths.setdefault(ev.call_id, [])
+        paths.append(ev.data["path"])
+        self._call_paths.move_to_end(ev.call_id)
+        while len(self._call_paths) > CALL_PATHS_REMEMBERED:
+            self._call_paths.popitem(last=False)
+
+    def _sensitive_read(self, ev: Event) -> Event | None:
+        path = ev.data.get("path")
+        if not isinstance(path, str):
+            return None
+        if not is_sensitive_path(path, self.config.sensitive_paths or None):
+            return None
+        self.sensitive_reads_total += 1
+        data = {
+            k: ev.data.get(k) for k in ("path", "rel_path", "project_root", "external", "op")
+        }
+        return _derived(ev, SENSITIVE_READ, f"{ev.key}#sensitive", data)
+
+    # ---- contents -------------------------------------------------------------------
+
+    def _read_path_of(self, ev: Event) -> str | None:
+        paths = self._call_paths.get(ev.call_id or "")
+        if paths and len(set(paths)) == 1:
+            return paths[0]
+        return None
+
+    def _contents_of(self, ev: Event) -> Iterable[tuple[str, str]]:
+        yield from ev.contents
+        if ev.kind == TOOL_CALL and isinstance(ev.input, dict):
+            for name in WRITTEN_FIELDS:
+                value = ev.input.get(name)
+                if isinstance(value, str):
+                    yield name, value
+            edits = ev.input.get("edits")
+            if isinstance(edits, list):
+                for i, edit in enumerate(edits):
+                    if isinstance(edit, dict) and isinstance(edit.get("new_string"), str):
+                        yield f"edits[{i}].new_string", edit["new_string"]
+        if ev.kind == TOOL_RESULT and ev.spill_path:
+            spilled = _read_spill(ev.spill_path, ev.source_path)
+            if spilled is not None:
+                yield "spilled", spilled
+
+    def _scan_contents(self, ev: Event) -> list[Event]:
+        path = self._read_path_of(ev) if ev.kind == TOOL_RESULT else None
+        if path is not None and self.config.exclude_paths and is_excluded_path(
+            path, self.config.exclude_paths
+        ):
+            return []
+        if ev.kind == TOOL_CALL and isinstance(ev.input, dict):
+            target = ev.input.get("file_path") or ev.input.get("path")
+            if isinstance(target, str):
+                if self.config.exclude_paths and is_excluded_path(
+                    target, self.config.exclude_paths
+                ):
+                    return []
+                path = target
+        out: list[Event] = []
+        for label, text in self._contents_of(ev):
+            if len(text) < MIN_SCANNED_CHARS:
+                continue
+            for f in self.scanner.scan(text):
+                out.append(self._finding(ev, label, f, path))
+        return out
+
+    # ---- stored strings ----------------------------------------------------------------
+
+    def _redact_stored(self, ev: Event) -> list[Event]:
+        """Redact the strings this event stores; findings in prompt and assistant text
+        (and in command lines and tool inputs) become secret events too."""
+        if ev.kind in (PROMPT, MESSAGE) and not self.config.store_text:
+            text = ev.data.pop("text", None)
+            ev.data["text_omitted"] = True
+            if isinstance(text, str):
+                ev.data["text_chars"] = len(text)
+                return [self._finding(ev, "text", f, None) for f in self.scanner.scan(text)]
+            return []
+        if ev.kind not in REDACTED_KINDS:
+            return []
+        found: list[tuple[str, Finding]] = []
+        ev.data = _redact_tree(ev.data, self.scanner, found, "")
+        return [self._finding(ev, label, f, None) for label, f in found]
+
+    def _finding(self, ev: Event, label: str, f: Finding, path: str | None) -> Event:
+        self.findings_total += 1
+        data: dict[str, Any] = {
+            "type": f.type,
+            "line": f.line,
+            "hash": f.value_hash,
+            "label": label,
+            "path": path,
+            "of_key": ev.key,
+            "of_kind": ev.kind,
+        }
+        key = f"{ev.key}#secret:{label}:{f.line}:{f.type}:{f.value_hash[:16]}"
+        return _derived(ev, SECRET, key, data)
+
+
+def _redact_tree(
+    value: Any, scanner: SecretScanner, found: list[tuple[str, Finding]], where: str
+) -> Any:
+    if isinstance(value, str):
+        if len(value) < MIN_SCANNED_CHARS:
+            return value
+        redacted, findings = scanner.redact(value)
+        found.extend((where or "data", f) for f in findings)
+        return redacted
+    if isinstance(value, dict):
+        return {
+            k: _redact_tree(v, scanner, found, f"{where}.{k}" if where else str(k))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact_tree(v, scanner, found, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _read_spill(spill_path: str, source_path: str) -> str | None:
+    """A Claude spilled tool output, read only where the layout puts it:
+    ``<project>/<session>/tool-results/<id>.txt``, for the session transcript beside
+    ``<session>/`` or a subagent transcript inside ``<session>/subagents/``."""
+    spill = Path(spill_path)
+    src = Path(source_path)
+    session_dir = spill.parent.parent
+    in_layout = spill.parent.name == "tool-results" and (
+        session_dir.parent == src.parent  # <project>/<session>.jsonl, agent-<id>.jsonl
+        or session_dir == src.parent.parent  # <project>/<session>/subagents/agent-<id>.jsonl
+    )
+    if not in_layout:
+        log.warning("spill_path_refused", reason="outside the session's tool-results")
+        return None
+    try:
+        fd = os.open(spill, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_size > MAX_SPILL_BYTES:
+            log.info("spill_too_large", size=st.st_size)
+            return None
+        data = os.read(fd, MAX_SPILL_BYTES)
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace")
+
+
+def _derived(source: Event, kind: str, key: str, data: dict[str, Any]) -> Event:
+    return Event(
+        key=key,
+        session_id=source.session_id,
+        kind=kind,
+        ts=source.ts,
+        adapter=source.adapter,
+        source_path=source.source_path,
+        offset=source.offset,
+        turn_id=source.turn_id,
+        tool=source.tool,
+        call_id=source.call_id,
+        subagent_id=source.subagent_id,
+        data=data,
+    )
