@@ -66,7 +66,7 @@ class Config:
     config_file: Path | None = None
     reconcile_interval: float = 30.0
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    batch_max_events: int = 5000
+    batch_max_events: int = 2000
     batch_max_delay: float = 0.2  # seconds: commits are at most this far behind
     scan: ScanConfig = field(default_factory=ScanConfig)
 

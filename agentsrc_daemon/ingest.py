@@ -210,6 +210,14 @@ class Ingestor:
     def _finish(
         self, produced: list[Event], sessions_seen: set[str], path: str, batch: Batch
     ) -> None:
+        for ev in produced:
+            text = ev.data.get("text")
+            if isinstance(text, str) and len(text) > MAX_STORED_TEXT_CHARS:
+                # Stored cut short; scanned whole (as content, in slices).
+                ev.contents.append(("text", text))
+                ev.data["text"] = text[:MAX_STORED_TEXT_CHARS]
+                ev.data["text_chars"] = len(text)
+                ev.data["text_truncated"] = True
         if produced and self.scan is not None:
             produced.extend(self.scan.process(produced))
         for ev in produced:
@@ -218,14 +226,8 @@ class Ingestor:
             ev.input = None
             ev.contents = []
             ev.spill_path = None
-            text = ev.data.get("text")
-            if isinstance(text, str) and len(text) > MAX_STORED_TEXT_CHARS:
-                ev.data["text"] = text[:MAX_STORED_TEXT_CHARS]
-                ev.data["text_chars"] = len(text)
-                ev.data["text_truncated"] = True
         batch.events.extend(produced)
         for sid in sessions_seen:
-            # Make sure a session row exists even when a file yields events before facts.
             batch.session_sources.add((sid, path))
 
     def _ingest_document(

@@ -54,6 +54,7 @@ log = structlog.get_logger("agentsrc.secrets")
 
 MAX_SPILL_BYTES = 16 * 1024 * 1024
 MIN_SCANNED_CHARS = 8  # no detector fires on anything shorter
+SLICE_CHARS = 4 * 1024 * 1024
 CALL_PATHS_REMEMBERED = 4096
 
 # Events whose stored strings can carry what the model saw or wrote. (Paths in read
@@ -88,7 +89,7 @@ class SecretStage:
                 if sensitive is not None:
                     extra.append(sensitive)
                 continue
-            if ev.kind in (TOOL_RESULT, TOOL_CALL):
+            if ev.contents or ev.kind in (TOOL_RESULT, TOOL_CALL):
                 extra.extend(self._scan_contents(ev))
             extra.extend(self._redact_stored(ev))
         return extra
@@ -159,8 +160,33 @@ class SecretStage:
         for label, text in self._contents_of(ev):
             if len(text) < MIN_SCANNED_CHARS:
                 continue
-            for f in self.scanner.scan(text):
+            for f in self._scan_text(text):
                 out.append(self._finding(ev, label, f, path))
+        return out
+
+    def _scan_text(self, text: str) -> list[Finding]:
+        """Scan, in slices of at most SLICE_CHARS cut at line breaks, so a huge tool
+        output or pasted prompt costs bounded extra memory (the engine encodes and
+        hashes what it is given). Line numbers stay those of the whole text."""
+        if len(text) <= SLICE_CHARS:
+            return self.scanner.scan(text)
+        out: list[Finding] = []
+        start = 0
+        lines_before = 0
+        while start < len(text):
+            end = min(start + SLICE_CHARS, len(text))
+            if end < len(text):
+                nl = text.rfind("\n", start, end)
+                if nl > start:
+                    end = nl + 1
+            chunk = text[start:end]
+            for f in self.scanner.scan(chunk):
+                out.append(
+                    Finding(f.type, f.line + lines_before, f.value_hash, f.start + start,
+                            f.end + start)
+                )
+            lines_before += chunk.count("\n")
+            start = end
         return out
 
     # ---- stored strings ----------------------------------------------------------------
@@ -172,8 +198,8 @@ class SecretStage:
             text = ev.data.pop("text", None)
             ev.data["text_omitted"] = True
             if isinstance(text, str):
-                ev.data["text_chars"] = len(text)
-                return [self._finding(ev, "text", f, None) for f in self.scanner.scan(text)]
+                ev.data.setdefault("text_chars", len(text))
+                return [self._finding(ev, "text", f, None) for f in self._scan_text(text)]
             return []
         if ev.kind not in REDACTED_KINDS:
             return []

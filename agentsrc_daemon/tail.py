@@ -17,6 +17,7 @@ This module does no parsing beyond JSON decoding and knows nothing of agents.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat as stat_mod
 import zlib
@@ -103,6 +104,32 @@ def decode_line(raw: bytes | bytearray | memoryview, cursor: Cursor) -> dict | N
         else:
             _count(cursor, MALFORMED)
         return None
+    if not isinstance(obj, dict):
+        _count(cursor, NON_OBJECT)
+        return None
+    return obj
+
+
+def decode_big_line(line: bytearray, cursor: Cursor) -> dict | None:  # type: ignore[type-arg]
+    """A line over BIG_LINE_BYTES. orjson would hold the bytes, its own copy of the
+    strings and the result at once (three times the line); here the bytes become text,
+    are freed, and the stdlib parser holds the text and the result (twice)."""
+    if line[-1:] == b"\r":
+        del line[-1:]
+        _count(cursor, CRLF)
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        _count(cursor, INVALID_UTF8)
+        return None
+    line.clear()
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        _count(cursor, MALFORMED)
+        return None
+    finally:
+        del text
     if not isinstance(obj, dict):
         _count(cursor, NON_OBJECT)
         return None
@@ -241,8 +268,8 @@ def _read_loop(
             cursor.lines += 1
             consumed_any = True
             result.changed = True
-            obj = decode_line(line, cursor)
-            crc = zlib.crc32(line) if obj is not None else 0
+            crc = zlib.crc32(line)
+            obj = decode_big_line(line, cursor)
             del line  # released before the adapter sees the decoded object
             if obj is not None:
                 on_line(Line(line_offset, obj, crc))
