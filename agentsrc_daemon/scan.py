@@ -430,8 +430,13 @@ class SecretScanner:
         A value of REDACT_EVERYWHERE_MIN_CHARS or more is replaced wherever it occurs; a
         shorter one on the lines where it was found."""
         findings = self.scan(text)
+        return self.apply_redaction(text, findings), findings
+
+    def apply_redaction(self, text: str, findings: Sequence[Finding]) -> str:
+        """``text`` with the values of ``findings`` (from scanning this same text)
+        replaced by [REDACTED:<type>]: see ``redact``."""
         if not findings:
-            return text, findings
+            return text
         spans: list[tuple[int, int, int, str]] = []
         for f in findings:
             value = text[f.start : f.end]
@@ -466,7 +471,7 @@ class SecretScanner:
             parts.append(f"[REDACTED:{current[3]}]")
             pos = current[1]
         parts.append(text[pos:])
-        return "".join(parts), findings
+        return "".join(parts)
 
     def scan_labeled(self, contents: Iterable[tuple[str, str]]) -> list[tuple[str, Finding]]:
         """Scan an Event's ``contents`` ((label, text) pairs): findings with their label."""

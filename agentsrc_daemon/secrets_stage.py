@@ -79,6 +79,7 @@ class SecretStage:
         for ev in events:
             if ev.kind == READ:
                 self._remember_read(ev)
+        jobs: list[_Job] = []
         for ev in events:
             if self.config.exclude_sessions and is_excluded_session(
                 ev.session_id, self.config.exclude_sessions
@@ -90,8 +91,23 @@ class SecretStage:
                     extra.append(sensitive)
                 continue
             if ev.contents or ev.kind in (TOOL_RESULT, TOOL_CALL):
-                extra.extend(self._scan_contents(ev))
-            extra.extend(self._redact_stored(ev))
+                jobs.extend(self._content_jobs(ev))
+            jobs.extend(self._stored_jobs(ev))
+        # One engine call for all the texts of this round: per-call overhead dominates
+        # small texts. Huge texts go in slices (bounded memory).
+        small = [j for j in jobs if len(j.text) <= SLICE_CHARS]
+        for job, findings in zip(
+            small, self.scanner.scan_many([j.text for j in small]), strict=True
+        ):
+            job.findings = findings
+        for job in jobs:
+            if job.findings is None:
+                job.findings = self._scan_text(job.text)
+            if not job.findings:
+                continue
+            if job.holder is not None:
+                job.holder[job.field] = self.scanner.apply_redaction(job.text, job.findings)
+            extra.extend(self._finding(job.event, job.label, f, job.path) for f in job.findings)
         return extra
 
     # ---- reads ----------------------------------------------------------------------
@@ -142,27 +158,21 @@ class SecretStage:
             if spilled is not None:
                 yield "spilled", spilled
 
-    def _scan_contents(self, ev: Event) -> list[Event]:
+    def _content_jobs(self, ev: Event) -> list[_Job]:
         path = self._read_path_of(ev) if ev.kind == TOOL_RESULT else None
+        if ev.kind == TOOL_CALL and isinstance(ev.input, dict):
+            target = ev.input.get("file_path") or ev.input.get("path")
+            if isinstance(target, str):
+                path = target
         if path is not None and self.config.exclude_paths and is_excluded_path(
             path, self.config.exclude_paths
         ):
             return []
-        if ev.kind == TOOL_CALL and isinstance(ev.input, dict):
-            target = ev.input.get("file_path") or ev.input.get("path")
-            if isinstance(target, str):
-                if self.config.exclude_paths and is_excluded_path(
-                    target, self.config.exclude_paths
-                ):
-                    return []
-                path = target
-        out: list[Event] = []
-        for label, text in self._contents_of(ev):
-            if len(text) < MIN_SCANNED_CHARS:
-                continue
-            for f in self._scan_text(text):
-                out.append(self._finding(ev, label, f, path))
-        return out
+        return [
+            _Job(ev, label, text, path)
+            for label, text in self._contents_of(ev)
+            if len(text) >= MIN_SCANNED_CHARS
+        ]
 
     def _scan_text(self, text: str) -> list[Finding]:
         """Scan, in slices of at most SLICE_CHARS cut at line breaks, so a huge tool
@@ -191,21 +201,21 @@ class SecretStage:
 
     # ---- stored strings ----------------------------------------------------------------
 
-    def _redact_stored(self, ev: Event) -> list[Event]:
-        """Redact the strings this event stores; findings in prompt and assistant text
-        (and in command lines and tool inputs) become secret events too."""
+    def _stored_jobs(self, ev: Event) -> list[_Job]:
+        """The strings this event stores, to be redacted in place; findings in them
+        (prompt and assistant text, command lines, tool inputs) become secret events."""
         if ev.kind in (PROMPT, MESSAGE) and not self.config.store_text:
             text = ev.data.pop("text", None)
             ev.data["text_omitted"] = True
             if isinstance(text, str):
                 ev.data.setdefault("text_chars", len(text))
-                return [self._finding(ev, "text", f, None) for f in self._scan_text(text)]
+                return [_Job(ev, "text", text, None)] if len(text) >= MIN_SCANNED_CHARS else []
             return []
         if ev.kind not in REDACTED_KINDS:
             return []
-        found: list[tuple[str, Finding]] = []
-        ev.data = _redact_tree(ev.data, self.scanner, found, "")
-        return [self._finding(ev, label, f, None) for label, f in found]
+        jobs: list[_Job] = []
+        _collect_strings(ev, ev.data, "", jobs)
+        return jobs
 
     def _finding(self, ev: Event, label: str, f: Finding, path: str | None) -> Event:
         self.findings_total += 1
@@ -222,23 +232,37 @@ class SecretStage:
         return _derived(ev, SECRET, key, data)
 
 
-def _redact_tree(
-    value: Any, scanner: SecretScanner, found: list[tuple[str, Finding]], where: str
-) -> Any:
-    if isinstance(value, str):
-        if len(value) < MIN_SCANNED_CHARS:
-            return value
-        redacted, findings = scanner.redact(value)
-        found.extend((where or "data", f) for f in findings)
-        return redacted
+@dataclass(slots=True)
+class _Job:
+    """One text to scan: content (findings only) or a stored string (redacted in
+    place through ``holder[field]``)."""
+
+    event: Event
+    label: str
+    text: str
+    path: str | None
+    holder: dict[str, Any] | list[Any] | None = None
+    field: Any = None
+    findings: list[Finding] | None = None
+
+
+def _collect_strings(ev: Event, value: Any, where: str, jobs: list[_Job]) -> None:
+    items: Iterable[tuple[Any, Any]]
     if isinstance(value, dict):
-        return {
-            k: _redact_tree(v, scanner, found, f"{where}.{k}" if where else str(k))
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_redact_tree(v, scanner, found, f"{where}[{i}]") for i, v in enumerate(value)]
-    return value
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return
+    for k, v in items:
+        label = f"{where}.{k}" if where and isinstance(k, str) else (
+            f"{where}[{k}]" if where else str(k)
+        )
+        if isinstance(v, str):
+            if len(v) >= MIN_SCANNED_CHARS:
+                jobs.append(_Job(ev, label, v, None, value, k))
+        elif isinstance(v, dict | list):
+            _collect_strings(ev, v, label, jobs)
 
 
 def _read_spill(spill_path: str, source_path: str) -> str | None:
