@@ -77,7 +77,7 @@ def run(
     cfg = get_config(**flags)
     overrides = {k: v for k, v in {**_GLOBAL, **flags}.items() if v is not None}
     try:
-        code = Daemon(cfg, cli_overrides=overrides).run()
+        code = Daemon(cfg, cli_overrides=overrides, log_level=log_level, json_logs=json_logs).run()
     except AlreadyRunning as exc:
         fail(str(exc), 1)
     except (PermissionError, ConfigError) as exc:

@@ -25,15 +25,17 @@ import structlog
 
 from . import __version__, rpc, sources
 from .config import Config, load_config
-from .ingest import Ingestor
+from .ingest import FileRound, Ingestor
 from .notify import Notifier
 from .server import Hub, Server
 from .store import Batch, Reader, Store
 from .watch import DirtySet, Watcher
+from .workers import MIN_BACKLOG_BYTES, BackfillPool
 
 log = structlog.get_logger("agentsrc.daemon")
 
 ROOT_CHECK_INTERVAL_S = 2.0
+MAIN_SHARE_INVERSE = 3  # with workers, this thread parses about one round in four
 FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
 STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
 
@@ -75,8 +77,25 @@ def ensure_private_dir(path: Path) -> None:
 
 
 class Daemon:
-    def __init__(self, cfg: Config, *, cli_overrides: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        cli_overrides: dict[str, Any] | None = None,
+        log_level: str = "info",
+        json_logs: bool | None = None,
+    ) -> None:
         self.cfg = cfg
+        self.log_level = log_level
+        self.json_logs = json_logs
+        self.pool: BackfillPool | None = None
+        self._pool_used = False
+        self.rounds_in_workers = 0
+        self._backlog: tuple[int, int] = (0, 0)  # (bytes, files), see _refresh_backlog
+        self._backlog_at = 0.0
+        self.rounds_here = 0
+        # Worker processes for large backfills (AGENTSRC_WORKERS=0 turns them off).
+        self.workers_enabled = os.environ.get("AGENTSRC_WORKERS", "1") != "0"
         self.cli_overrides = cli_overrides or {}
         self.stop_event = threading.Event()
         self.dirty = DirtySet()
@@ -211,6 +230,7 @@ class Daemon:
         self._install_signals()
         try:
             self.reconcile()
+            self._refresh_backlog(force=True)
             self.notifier.ready(status="catching up" if self.pending else "live")
             self._loop()
         finally:
@@ -259,10 +279,14 @@ class Daemon:
                         self.pending.setdefault(p, spec)
             if self.pending:
                 self._work()
+                self._refresh_backlog()
                 if time.monotonic() - last_status > 2.0:
                     last_status = time.monotonic()
                     self.notifier.status(self._status_line())
                 continue
+            if self.pool is not None:
+                self._close_pool()
+            self._refresh_backlog(force=True)
             if not self._initial_done:
                 self._initial_done = True
                 self.progress.live_since = time.time()
@@ -279,22 +303,34 @@ class Daemon:
             time.sleep(0.05)
 
     def _work(self) -> None:
-        """One round over the pending files, committing as batches fill up."""
+        """One round over the pending files, committing as batches fill up. During a
+        large backfill, file rounds are also handed to a worker process."""
         assert self.ingestor is not None
+        pool = self._backfill_pool()
         batch = Batch()
         deadline = time.monotonic() + self.cfg.batch_max_delay
         for path in list(self.pending):
             if self.stop_event.is_set():
                 break
+            if path not in self.pending:
+                continue
+            if pool is not None:
+                self._collect(pool)  # may finish (and un-queue) files of this list
+                if path in pool.in_flight or path not in self.pending:
+                    continue
+                spec = self.pending[path]
+                if pool.has_room and pool.submit(
+                    spec, self.ingestor.cursor_for(spec), FILE_BUDGET_BYTES
+                ):
+                    continue
+                if self.rounds_here * MAIN_SHARE_INVERSE > self.rounds_in_workers:
+                    # This thread also commits everything: it parses only a share of
+                    # the rounds, and otherwise waits for the workers.
+                    pool.wait_any(timeout=0.2)
+                    continue
             spec = self.pending[path]
-            rnd = self.ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
-            self.progress.bytes_done += rnd.bytes
-            if not rnd.more:
-                self.pending.pop(path, None)
-                if not self._initial_done:
-                    self.progress.files_done += 1
-            if rnd.gone:
-                log.info("source_gone", path=path)
+            self.rounds_here += 1
+            self._account(path, self.ingestor.ingest(spec, batch, FILE_BUDGET_BYTES))
             if len(batch.events) >= self.cfg.batch_max_events or time.monotonic() >= deadline:
                 self._commit(batch)
                 batch = Batch()
@@ -303,6 +339,64 @@ class Daemon:
                 if self.dirty:
                     break  # let fresh appends in live files jump the backfill queue
         self._commit(batch)
+        if pool is not None:
+            if self.stop_event.is_set() or all(p in pool.in_flight for p in self.pending):
+                # Nothing left for this thread: wait for the worker (briefly, so the
+                # loop still pings the watchdog and notices file events).
+                pool.wait_any(timeout=0.2)
+            self._collect(pool, wait=self.stop_event.is_set())
+
+    def _account(self, path: str, rnd: FileRound) -> None:
+        self.progress.bytes_done += rnd.bytes
+        if not rnd.more:
+            self.pending.pop(path, None)
+            if not self._initial_done:
+                self.progress.files_done += 1
+        if rnd.gone:
+            log.info("source_gone", path=path)
+
+    def _backfill_pool(self) -> BackfillPool | None:
+        """The worker pool while a large backlog remains; shut down once it is done."""
+        assert self.ingestor is not None
+        if self.pool is not None:
+            if self.pool.in_flight or (self.pending and not self.pool.broken):
+                if self.pool.broken and not self.pool.in_flight:
+                    self._close_pool()
+                return self.pool
+            self._close_pool()
+            return None
+        if (
+            not self._pool_used
+            and self.workers_enabled
+            and self.backlog_bytes() >= MIN_BACKLOG_BYTES
+        ):
+            self._pool_used = True  # one pool per daemon life: a backfill happens once
+            self.pool = BackfillPool(self.cfg, self.log_level, self.json_logs)
+            log.info("backfill_workers", workers=self.pool.size)
+        return self.pool
+
+    def _collect(self, pool: BackfillPool, wait: bool = False) -> None:
+        """Commit the rounds the workers finished, each with the cursor it advanced."""
+        assert self.ingestor is not None
+        for item in pool.done(wait=wait):
+            if isinstance(item, str):
+                continue  # the worker died: the file stays pending and is read here
+            path, batch, rnd, cursor = item
+            self.rounds_in_workers += 1
+            self.ingestor.cursors[path] = cursor
+            self._commit(batch)
+            self._account(path, rnd)
+
+    def _close_pool(self) -> None:
+        if self.pool is not None:
+            self._collect(self.pool, wait=True)
+            log.info(
+                "backfill_workers_done",
+                rounds_in_workers=self.rounds_in_workers,
+                rounds_here=self.rounds_here,
+            )
+            self.pool.shutdown()
+            self.pool = None
 
     def _commit(self, batch: Batch) -> None:
         """Commit on the ingest thread. (A committer thread was measured: with the GIL
@@ -319,13 +413,30 @@ class Daemon:
 
     # ---- status --------------------------------------------------------------------
 
+    def _refresh_backlog(self, force: bool = False) -> None:
+        """Status figures computed on the ingest thread (the only one that touches
+        cursors and the queue) and published as plain values for the server threads."""
+        now = time.monotonic()
+        if force or now - self._backlog_at >= 0.25:
+            self._backlog_at = now
+            self._backlog = (self.backlog_bytes(), len(self.pending))
+
+    def backlog_bytes(self) -> int:
+        """Bytes still to read: known cursors' lag, or during the first catch-up the
+        reconcile's total less what is done (new files have no cursor yet)."""
+        assert self.ingestor is not None
+        lag = self.ingestor.pending_bytes()
+        if not self._initial_done:
+            lag = max(lag, self.progress.bytes_total - self.progress.bytes_done)
+        return lag
+
     def state(self) -> str:
         return "live" if self._initial_done and not self.pending else "catching_up"
 
     def status(self, reader: Reader) -> dict[str, Any]:
         assert self.ingestor is not None
         counts = reader.counts()
-        pending_bytes = self.ingestor.pending_bytes()
+        pending_bytes, pending_files = self._backlog
         return {
             "state": self.state(),
             "version": __version__,
@@ -336,7 +447,7 @@ class Daemon:
             "sessions": counts["sessions"],
             "events": counts["events"],
             "pending_bytes": pending_bytes,
-            "pending_files": len(self.pending),
+            "pending_files": pending_files,
             "progress": self.progress.as_dict(pending_bytes),
             "skipped": reader.skipped_totals(),
             "drift": reader.drift(),
@@ -390,6 +501,9 @@ class Daemon:
 
     def shutdown(self) -> None:
         self.notifier.stopping(status="stopping")
+        if self.pool is not None:
+            # Rounds in a worker's hands are small (one file round): commit them too.
+            self._close_pool()
         if self.watcher is not None:
             self.watcher.stop()
         if self.server is not None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import apsw
 import orjson
@@ -117,9 +117,7 @@ MIGRATIONS: list[str] = [
         data BLOB NOT NULL  -- JSON
     );
     CREATE INDEX events_session ON events(session_id, id);
-    CREATE INDEX events_kind ON events(kind, id);
     CREATE INDEX events_path ON events(path) WHERE path IS NOT NULL;
-    CREATE INDEX events_call ON events(call_id) WHERE call_id IS NOT NULL;
     CREATE TABLE documents (
         path TEXT PRIMARY KEY,
         agent TEXT NOT NULL,
@@ -140,11 +138,17 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (adapter, version, record_type)
     ) WITHOUT ROWID;
     """,
-    # 1 -> 2: project scoping for path queries
+    # 1 -> 2: project scoping for path queries; the kinds queried across all sessions
+    # get partial indexes (an index on every event's kind costs a quarter of ingest).
     """
     ALTER TABLE sessions ADD COLUMN project_root TEXT;
+    CREATE INDEX events_commands ON events(id) WHERE kind = 'command';
+    CREATE INDEX events_secrets ON events(id) WHERE kind = 'secret';
+    CREATE INDEX events_sensitive ON events(id) WHERE kind = 'sensitive_read';
     """,
 ]
+
+PARTIAL_INDEXED_KINDS = frozenset({"command", "secret", "sensitive_read"})
 
 SESSION_FACT_FIELDS = (
     "cwd",
@@ -273,14 +277,15 @@ class Batch:
     gone_documents: list[str] = field(default_factory=list)
     session_sources: set[tuple[str, str]] = field(default_factory=set)  # (session_id, path)
     project_roots: dict[str, str] = field(default_factory=dict)  # session_id -> root
-    prepared: list[PreparedEvent] | None = None  # set by prepare()
+    rows: list[Row] = field(default_factory=list)  # prepared events (see prepare())
 
     def __len__(self) -> int:
-        return len(self.events) + len(self.sessions) + len(self.turns)
+        return len(self.events) + len(self.rows) + len(self.sessions) + len(self.turns)
 
     def empty(self) -> bool:
         return not (
             self.events
+            or self.rows
             or self.sessions
             or self.turns
             or self.drift
@@ -290,61 +295,59 @@ class Batch:
         )
 
 
-@dataclass(slots=True)
-class PreparedEvent:
-    key_hash: bytes
-    event: Event
-    data: dict[str, Any]  # as stored
-    data_json: bytes
-    path: str | None
+# A prepared event row: plain values, cheap to pickle (workers send them) and to bind.
+# (key_hash, session_id, kind, ts, turn_id, tool, call_id, subagent_id, adapter,
+#  source_path, offset, path, data_json)
+Row = tuple[
+    bytes, str, str, str | None, str | None, str | None, str | None, str | None, str, str,
+    int, str | None, bytes,
+]
+R_KEY: Final = 0
+R_SESSION: Final = 1
+R_KIND: Final = 2
+R_TS: Final = 3
+R_SUBAGENT: Final = 7
+R_ADAPTER: Final = 8
+R_SOURCE: Final = 9
+R_DATA: Final = 12
 
 
 def prepare(batch: Batch) -> None:
-    """The pure-Python half of a commit (hashing keys, encoding JSON), done on the
-    ingest thread before the transaction opens. Also drops the
-    events' transient fields (full inputs, contents): they are never stored."""
-    out: list[PreparedEvent] = []
+    """The pure-Python half of a commit (hashing keys, encoding JSON) into plain rows,
+    done before the transaction opens (by a backfill worker, when one has the file).
+    The events themselves, with their transient fields (full inputs, contents), are
+    dropped: nothing of those is stored."""
+    rows = batch.rows
     for ev in batch.events:
         data = ev.data
         if ev.kind == MESSAGE and "part" in data:
             data = {k: v for k, v in data.items() if k != "part"}
             data["parts"] = [_part_id(data.get("text") or "")]
         path = data.get("path")
-        out.append(
-            PreparedEvent(
-                key_hash(ev.key),
-                ev,
-                data,
-                orjson.dumps(data),
-                path if isinstance(path, str) else None,
-            )
+        rows.append(
+            (key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
+             ev.subagent_id, ev.adapter, ev.source_path, ev.offset,
+             path if isinstance(path, str) else None, orjson.dumps(data))
         )
-        ev.input = None
-        ev.contents = []
-    batch.prepared = out
+    batch.events = []
 
 
 @dataclass(slots=True)
 class Inserted:
-    """What a commit inserted, in id order."""
+    """What a commit inserted, in id order: (id, row)."""
 
-    events: list[tuple[int, PreparedEvent]]
+    events: list[tuple[int, Row]]
 
     def __len__(self) -> int:
         return len(self.events)
 
     def rows(self) -> list[dict[str, Any]]:
         """JSON-ready events, for subscribers (built only when someone listens)."""
-        out = []
-        for eid, p in self.events:
-            ev = p.event
-            out.append(
-                event_row_to_json(
-                    (eid, ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
-                     ev.subagent_id, ev.adapter, ev.source_path, ev.offset, p.data)
-                )
-            )
-        return out
+        return [
+            event_row_to_json((eid, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                               r[10], r[12]))
+            for eid, r in self.events
+        ]
 
 
 def _secure_file(path: Path) -> None:
@@ -359,6 +362,7 @@ def connect(db_path: Path, *, readonly: bool = False) -> apsw.Connection:
     conn = apsw.Connection(str(db_path), flags=flags)
     conn.setbusytimeout(BUSY_TIMEOUT_MS)
     if not readonly:
+        conn.execute("PRAGMA page_size=16384")  # takes effect on a new database only
         conn.execute("PRAGMA journal_mode=WAL")
         # The writer's page cache holds the hot parts of the indexes (the key-hash index
         # is random-access by nature); bounded, so it counts toward the memory budget.
@@ -484,7 +488,7 @@ class Store:
     def commit(self, batch: Batch) -> Inserted:
         """Commit a batch in one transaction. Returns what was newly inserted (not
         ignored as already known); ``Inserted.rows()`` shapes it for subscribers."""
-        if batch.prepared is None:
+        if batch.events:
             prepare(batch)
         with self.lock, self.conn:
             for cursor in batch.cursors.values():
@@ -498,7 +502,7 @@ class Store:
                 )
             for turn in batch.turns:
                 self._merge_turn(turn)
-            for sid, adapter in {(e.session_id, e.adapter) for e in batch.events}:
+            for sid, adapter in {(r[R_SESSION], r[R_ADAPTER]) for r in batch.rows}:
                 # Events can arrive before any facts about their session (a subagent
                 # file read before its parent): the row must exist for the counters.
                 native = sid.split(":", 1)[1] if sid.startswith(adapter + ":") else sid
@@ -580,27 +584,20 @@ class Store:
     def _insert_events(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
         """Insert a batch with one executemany; the rows that were new (not ignored as
         already known) are read back by id."""
-        prepared = batch.prepared or []
+        prepared = batch.rows
         if not prepared:
             return Inserted([])
         row = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
         before = int(row[0]) if row else 0
         source_ids = self._source_ids
-        rows = []
-        for p in prepared:
-            ev = p.event
-            source_id = source_ids.get(ev.source_path)
-            if source_id is None:
-                source_id = self._source_id(Cursor(ev.source_path, ev.adapter, "jsonl"))
-            rows.append(
-                (p.key_hash, ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
-                 ev.subagent_id, ev.adapter, source_id, ev.offset, p.path, p.data_json)
-            )
+        for r in prepared:
+            if r[R_SOURCE] not in source_ids:
+                self._source_id(Cursor(r[R_SOURCE], r[R_ADAPTER], "jsonl"))
         self.conn.executemany(
             "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
             " subagent_id, adapter, source_id, offset, path, data)"
             " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            rows,
+            [r[:9] + (source_ids[r[R_SOURCE]],) + r[10:] for r in prepared],
         )
         new_ids = {
             kh: eid
@@ -608,28 +605,33 @@ class Store:
                 "SELECT id, key_hash FROM events WHERE id > ?", (before,)
             )
         }
-        inserted: list[tuple[int, PreparedEvent]] = []
-        for p in prepared:
-            eid = new_ids.pop(p.key_hash, None)  # pop: a key twice in one batch is new once
+        inserted: list[tuple[int, Row]] = []
+        for r in prepared:
+            eid = new_ids.pop(r[R_KEY], None)  # pop: a key twice in one batch is new once
             if eid is None:
-                if p.event.kind == MESSAGE and "part" in p.event.data:
-                    self._merge_message_part(p.key_hash, p.event)
+                if r[R_KIND] == MESSAGE:
+                    self._merge_message_part(r)
                 continue
-            self._count(p.event, tally)
-            inserted.append((eid, p))
+            self._count(r, tally)
+            inserted.append((eid, r))
         return Inserted(inserted)
 
-    def _merge_message_part(self, kh: bytes, ev: Event) -> None:
+    def _merge_message_part(self, r: Row) -> None:
         """One assistant message written as several lines (one per block): append each
-        block's text once. Idempotent: a part already merged is not appended again."""
-        row = self.conn.execute("SELECT id, data FROM events WHERE key_hash=?", (kh,)).fetchone()
+        block's text once. Idempotent: a part already merged is not appended again.
+        Parts are identified by their text, so the same conversation replayed into
+        another file under new record ids is not appended twice."""
+        incoming = orjson.loads(r[R_DATA])
+        if "parts" not in incoming:
+            return
+        row = self.conn.execute(
+            "SELECT id, data FROM events WHERE key_hash=?", (r[R_KEY],)
+        ).fetchone()
         if row is None:
             return
         data = orjson.loads(row[1])
         parts = data.get("parts") or []
-        text = ev.data.get("text") or ""
-        # Parts are identified by their text, so the same conversation replayed into
-        # another file under new record ids is not appended twice.
+        text = incoming.get("text") or ""
         part = _part_id(text)
         if part in parts:
             return
@@ -639,26 +641,29 @@ class Store:
         data["parts"] = parts
         self.conn.execute("UPDATE events SET data=? WHERE id=?", (orjson.dumps(data), row[0]))
 
-    def _count(self, ev: Event, tally: dict[str, _SessionTally]) -> None:
+    def _count(self, r: Row, tally: dict[str, _SessionTally]) -> None:
         """Add an inserted event to its session's tally; applied once per batch."""
-        t = tally.get(ev.session_id)
+        t = tally.get(r[R_SESSION])
         if t is None:
-            t = tally[ev.session_id] = _SessionTally()
-        if ev.subagent_id:
-            t.subagents.add(ev.subagent_id)
-        column = _COUNTED_KINDS.get(ev.kind)
+            t = tally[r[R_SESSION]] = _SessionTally()
+        if r[R_SUBAGENT]:
+            t.subagents.add(r[R_SUBAGENT])
+        kind = r[R_KIND]
+        column = _COUNTED_KINDS.get(kind)
         if column:
             t.counts[column] = t.counts.get(column, 0) + 1
-        elif ev.kind == USAGE:
+        elif kind == USAGE:
+            data = orjson.loads(r[R_DATA])
             for f in USAGE_FIELDS:
-                v = ev.data.get(f)
+                v = data.get(f)
                 if isinstance(v, int) and not isinstance(v, bool):
                     t.counts[f] = t.counts.get(f, 0) + v
-        if ev.ts:
-            if t.first_ts is None or ev.ts < t.first_ts:
-                t.first_ts = ev.ts
-            if t.last_ts is None or ev.ts > t.last_ts:
-                t.last_ts = ev.ts
+        ts = r[R_TS]
+        if ts:
+            if t.first_ts is None or ts < t.first_ts:
+                t.first_ts = ts
+            if t.last_ts is None or ts > t.last_ts:
+                t.last_ts = ts
 
     def _apply_tally(self, tally: dict[str, _SessionTally]) -> None:
         for sid, t in tally.items():
@@ -945,7 +950,10 @@ class Reader:
         if session_id:
             where.append("e.session_id = ?")
             args.append(session_id)
-        if kinds:
+        if kinds and len(kinds) == 1 and kinds[0] in PARTIAL_INDEXED_KINDS:
+            # A literal, so SQLite can use that kind's partial index.
+            where.append(f"e.kind = '{kinds[0]}'")
+        elif kinds:
             where.append(f"e.kind IN ({','.join('?' * len(kinds))})")
             args.extend(kinds)
         if path:
