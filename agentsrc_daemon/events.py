@@ -16,6 +16,7 @@ plus ``Drift`` for record types an adapter did not recognise (format-drift telem
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,11 @@ EVENT_KINDS = (
 def session_key(agent: str, native_id: str) -> str:
     """Our session id: the agent's own id, prefixed so ids never collide across agents."""
     return f"{agent}:{native_id}"
+
+
+def key_digest(key: str) -> bytes:
+    """The 16-byte digest an event key is stored (and looked up) as."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def line_key(source_path: str, offset: int, index: int = 0) -> str:

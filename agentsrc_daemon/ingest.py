@@ -55,6 +55,10 @@ class ScanStage(Protocol):
         extra events (secrets, sensitive reads) to store beside them."""
         ...
 
+    def redact_title(self, title: str) -> str | None:
+        """A session title (taken from a prompt) as it may be stored."""
+        ...
+
 
 @dataclass(slots=True)
 class FileRound:
@@ -198,6 +202,8 @@ class Ingestor:
         elif isinstance(rec, SessionFacts):
             if self.derive is not None:
                 self.derive.learn(rec)
+            if rec.title and self.scan is not None:
+                rec.title = self.scan.redact_title(rec.title)
             batch.sessions.append(rec)
             sessions_seen.add(rec.session_id)
             if rec.cwd and self.project_root_for is not None:

@@ -180,6 +180,27 @@ def sessions_files(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     return reader.session_files(sid)
 
 
+def findings_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    limit = _int(params, "limit", 100, 1)
+    findings = reader.findings(
+        session_id=_session(reader, params),
+        path=_str(params, "path"),
+        secret_type=_str(params, "type"),
+        project=_str(params, "project"),
+        since_ts=_since(params),
+        since_id=_int(params, "since_id", 0, 0, 2**62),
+        limit=limit,
+    )
+    return {
+        "findings": findings,
+        "next_since_id": findings[-1]["id"] if len(findings) == limit else None,
+    }
+
+
+def findings_report(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    return reader.findings_report(since_ts=_since(params))
+
+
 def sources_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     return {"sources": reader.sources(_str(params, "path_like"))}
 
@@ -209,6 +230,8 @@ def build_methods(
         "files.edits": _file_events("edit"),
         "commands.list": commands_list,
         "sessions.files": sessions_files,
+        "findings.list": findings_list,
+        "findings.report": findings_report,
     }
     if extra:
         methods.update(extra)

@@ -41,6 +41,7 @@ from .events import (
     TOOL_CALL,
     TOOL_RESULT,
     Event,
+    key_digest,
 )
 from .scan import (
     Finding,
@@ -100,6 +101,9 @@ class SecretStage:
             small, self.scanner.scan_many([j.text for j in small]), strict=True
         ):
             job.findings = findings
+        # One finding per secret value per event: a Read result carries the same file
+        # text as tool output and as file content, and both are what the model saw once.
+        seen: set[tuple[str, str, str]] = set()
         for job in jobs:
             if job.findings is None:
                 job.findings = self._scan_text(job.text)
@@ -107,8 +111,19 @@ class SecretStage:
                 continue
             if job.holder is not None:
                 job.holder[job.field] = self.scanner.apply_redaction(job.text, job.findings)
-            extra.extend(self._finding(job.event, job.label, f, job.path) for f in job.findings)
+            for f in job.findings:
+                once = (job.event.key, f.type, f.value_hash)
+                if once not in seen:
+                    seen.add(once)
+                    extra.append(self._finding(job.event, job.label, f, job.path))
         return extra
+
+    def redact_title(self, title: str) -> str | None:
+        """Titles come from prompts: redacted like them, and not kept at all when no
+        prompt text is (store_text off). Findings come from the prompt event itself."""
+        if not self.config.store_text:
+            return None
+        return self.scanner.redact(title)[0]
 
     # ---- reads ----------------------------------------------------------------------
 
@@ -225,7 +240,9 @@ class SecretStage:
             "hash": f.value_hash,
             "label": label,
             "path": path,
-            "of_key": ev.key,
+            # The event the content belonged to, by its stored key digest: the finding's
+            # event_id is resolved through it at query time.
+            "of": key_digest(ev.key).hex(),
             "of_kind": ev.kind,
         }
         key = f"{ev.key}#secret:{label}:{f.line}:{f.type}:{f.value_hash[:16]}"

@@ -35,6 +35,7 @@ from .events import (
     Event,
     SessionFacts,
     TurnFacts,
+    key_digest,
 )
 
 SCHEMA_VERSION = 2
@@ -195,8 +196,7 @@ def _part_id(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-def key_hash(key: str) -> bytes:
-    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+key_hash = key_digest
 
 
 def utc_now() -> str:
@@ -1038,6 +1038,107 @@ class Reader:
             extra_args=args,
         )
 
+
+    def findings(
+        self,
+        *,
+        session_id: str | None = None,
+        path: str | None = None,
+        secret_type: str | None = None,
+        project: str | None = None,
+        since_ts: str | None = None,
+        since_id: int = 0,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """Secret findings, newest last: the JSON contract of a finding."""
+        where, args = _file_event_filters(
+            session_id=session_id, agent=None, project=project, since_ts=since_ts
+        )
+        where.insert(0, "e.kind = 'secret' AND e.id > ?")
+        args.insert(0, since_id)
+        if path:
+            clause, pargs = path_filter(path)
+            where.append(clause)
+            args.extend(pargs)
+        if secret_type:
+            where.append("json_extract(e.data, '$.type') = ?")
+            args.append(secret_type)
+        sql = (
+            "SELECT e.id, e.session_id, e.ts, e.turn_id, e.call_id, e.tool, e.subagent_id, e.path,"
+            " json_extract(e.data, '$.type'), json_extract(e.data, '$.line'),"
+            " json_extract(e.data, '$.hash'), json_extract(e.data, '$.label'),"
+            " json_extract(e.data, '$.of_kind'),"
+            " (SELECT o.id FROM events o WHERE o.key_hash = unhex(json_extract(e.data, '$.of'))),"
+            " e.adapter FROM events e"
+            f" WHERE {' AND '.join(where)} ORDER BY e.id LIMIT ?"
+        )
+        args.append(limit)
+        names = ("id", "session_id", "ts", "turn_id", "call_id", "tool", "subagent_id", "path",
+                 "type", "line", "hash", "label", "of_kind", "event_id", "agent")
+        with self.snapshot():
+            return [dict(zip(names, row, strict=True)) for row in self.conn.execute(sql, args)]
+
+    def findings_report(self, *, since_ts: str | None = None) -> dict[str, Any]:
+        """Counts by type, session and project; sensitive reads; reads outside the
+        project whose content carried a secret."""
+        since = "AND e.ts >= ?" if since_ts else ""
+        args: tuple[Any, ...] = (since_ts,) if since_ts else ()
+        with self.snapshot():
+            by_type = {
+                t: {"findings": n, "distinct_values": d, "sessions": ns}
+                for t, n, d, ns in self.conn.execute(
+                    "SELECT json_extract(e.data, '$.type') t, COUNT(*),"
+                    " COUNT(DISTINCT json_extract(e.data, '$.hash')), COUNT(DISTINCT e.session_id)"
+                    f" FROM events e WHERE e.kind = 'secret' {since} GROUP BY t ORDER BY 2 DESC",
+                    args,
+                )
+            }
+            by_session = [
+                {"session_id": sid, "agent": agent, "cwd": cwd, "project_root": root,
+                 "findings": n, "types": sorted(set((types or "").split(",")))}
+                for sid, agent, cwd, root, n, types in self.conn.execute(
+                    "SELECT e.session_id, s.agent, s.cwd, s.project_root, COUNT(*),"
+                    " group_concat(DISTINCT json_extract(e.data, '$.type'))"
+                    " FROM events e LEFT JOIN sessions s ON s.id = e.session_id"
+                    f" WHERE e.kind = 'secret' {since} GROUP BY e.session_id ORDER BY 5 DESC",
+                    args,
+                )
+            ]
+            by_project: dict[str, int] = {}
+            for entry in by_session:
+                key = entry["project_root"] or entry["cwd"] or "(unknown)"
+                by_project[key] = by_project.get(key, 0) + entry["findings"]
+            sensitive = [
+                {"path": p, "reads": n, "sessions": ns, "last_ts": last}
+                for p, n, ns, last in self.conn.execute(
+                    "SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts) FROM events e"
+                    f" WHERE e.kind = 'sensitive_read' {since} GROUP BY e.path ORDER BY 2 DESC",
+                    args,
+                )
+            ]
+            external = [
+                {"path": p, "session_id": sid, "findings": n,
+                 "types": sorted(set((types or "").split(",")))}
+                for p, sid, n, types in self.conn.execute(
+                    "SELECT e.path, e.session_id, COUNT(*),"
+                    " group_concat(DISTINCT json_extract(e.data, '$.type')) FROM events e"
+                    " WHERE e.kind = 'secret' AND e.path IS NOT NULL"
+                    f" {since} AND EXISTS (SELECT 1 FROM events r WHERE r.kind = 'read'"
+                    " AND r.session_id = e.session_id AND r.path = e.path"
+                    " AND json_extract(r.data, '$.external') = 1)"
+                    " GROUP BY e.path, e.session_id ORDER BY 3 DESC",
+                    args,
+                )
+            ]
+            total = sum(v["findings"] for v in by_type.values())
+        return {
+            "findings": total,
+            "by_type": by_type,
+            "by_session": by_session,
+            "by_project": dict(sorted(by_project.items(), key=lambda kv: -kv[1])),
+            "sensitive_reads": sensitive,
+            "external_reads_with_secrets": external,
+        }
 
     def session_files(self, session_id: str) -> dict[str, Any]:
         """Everything one session read and changed, one row per path, with counts."""
