@@ -197,10 +197,10 @@ class Daemon:
                     queued += 1
                     if not self._initial_done:
                         self.progress.files_total += 1
-                        if spec.mode == sources.JSONL:
-                            c = self.ingestor.cursors.get(spec.path)
-                            done = c.offset if c and c.ino == st.st_ino else 0
-                            self.progress.bytes_total += max(0, st.st_size - done)
+                        c = self.ingestor.cursors.get(spec.path)
+                        same = c is not None and c.ino == st.st_ino
+                        done = c.offset if c and same and spec.mode == sources.JSONL else 0
+                        self.progress.bytes_total += max(0, st.st_size - done)
         for path, cursor in self.ingestor.cursors.items():
             if path not in seen and cursor.gone_at is None and path not in self.pending:
                 gone_spec = sources.classify(path, roots)
