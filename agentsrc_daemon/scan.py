@@ -502,7 +502,7 @@ class SecretScanner:
           detect-secrets reports the capture (Yelp/detect-secrets#858): every such token
           would hash alike. The value becomes each whole regex match on the line whose
           capture is the reported value.
-        * Private keys: the plugin reports its header text ('BEGIN RSA PRIVATE KEY'). The
+        * Private keys: the plugin reports its header text (the BEGIN ... line). The
           value becomes the key block: from the header's dashes to the END line (PuTTY:
           the Private-MAC line), else to the first empty line, else to the end of the text.
         """

@@ -192,7 +192,7 @@ ANCHORS: dict[str, tuple[Anchor, ...]] = {
     "NpmDetector": ((EXACT, rb"/:_authToken=", None),),
     # sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}
     "OpenAIDetector": ((FOLDED, rb"t3blbkfj", None),),
-    # Every header it knows contains 'PRIVATE KEY', or is 'PuTTY-User-Key-File-2'.
+    # Every header it knows contains 'PRIVATE KEY', or is PuTTY's key-file header (version 2).
     "PrivateKeyDetector": ((FOLDED, rb"p(?:rivate key|utty-user-key-file-2)", None),),
     # pypi-AgEIcHlwaS5vcmc... and pypi-AgENdGVzdC5weXBpLm9yZw...
     "PypiTokenDetector": ((FOLDED, rb"pypi-age", None),),
