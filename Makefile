@@ -16,14 +16,14 @@ run: $(BIN)/agentsrc
 
 test: $(BIN)/agentsrc
 	$(BIN)/ruff check agentsrc_daemon tests bench
-	$(BIN)/mypy
+	$(BIN)/mypy --no-incremental
 	$(BIN)/pytest -q
 
 lint: $(BIN)/agentsrc
 	$(BIN)/ruff check agentsrc_daemon tests bench
 
 typecheck: $(BIN)/agentsrc
-	$(BIN)/mypy
+	$(BIN)/mypy --no-incremental
 
 bench: $(BIN)/agentsrc
 	$(BIN)/python bench/run.py

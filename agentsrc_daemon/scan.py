@@ -257,7 +257,8 @@ def is_excluded_session(session_id: str, globs: Iterable[str]) -> bool:
 def default_plugin_names() -> list[str]:
     """detect-secrets' default plugin set: every built-in plugin, as `detect-secrets scan`
     and ``default_settings()`` use."""
-    return [cls.__name__ for cls in get_mapping_from_secret_type_to_class().values()]
+    classes: list[type] = list(get_mapping_from_secret_type_to_class().values())
+    return [cls.__name__ for cls in classes]
 
 
 def _install_detect_secrets(plugin_names: list[str]) -> None:
