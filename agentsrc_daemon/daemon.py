@@ -30,12 +30,12 @@ from .notify import Notifier
 from .server import Hub, Server
 from .store import Batch, Reader, Store
 from .watch import DirtySet, Watcher
-from .workers import MIN_BACKLOG_BYTES, BackfillPool
+from .workers import MIN_BACKLOG_BYTES, BackfillPool, worker_count
 
 log = structlog.get_logger("agentsrc.daemon")
 
 ROOT_CHECK_INTERVAL_S = 2.0
-MAIN_SHARE_INVERSE = 3  # with workers, this thread parses about one round in four
+MAIN_SHARE_INVERSE = 2  # with a worker, this thread parses about one round in three
 FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
 STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
 
@@ -95,7 +95,7 @@ class Daemon:
         self._backlog_at = 0.0
         self.rounds_here = 0
         # Worker processes for large backfills (AGENTSRC_WORKERS=0 turns them off).
-        self.workers_enabled = os.environ.get("AGENTSRC_WORKERS", "1") != "0"
+        self.workers_enabled = worker_count() > 0
         self.cli_overrides = cli_overrides or {}
         self.stop_event = threading.Event()
         self.dirty = DirtySet()
@@ -323,7 +323,8 @@ class Daemon:
                     spec, self.ingestor.cursor_for(spec), FILE_BUDGET_BYTES
                 ):
                     continue
-                if self.rounds_here * MAIN_SHARE_INVERSE > self.rounds_in_workers:
+                worker_rounds = self.rounds_in_workers + len(pool.in_flight)
+                if self.rounds_here * MAIN_SHARE_INVERSE > worker_rounds * pool.size:
                     # This thread also commits everything: it parses only a share of
                     # the rounds, and otherwise waits for the workers.
                     pool.wait_any(timeout=0.2)

@@ -62,7 +62,11 @@ def _ingest_round(
 
 
 def worker_count() -> int:
-    """Workers to use: one less than the cores (the daemon's thread needs one)."""
+    """Workers to use: $AGENTSRC_WORKERS when set (0 turns them off), else one less than
+    the cores (the daemon's own thread needs one), at most 4."""
+    env = os.environ.get("AGENTSRC_WORKERS", "").strip()
+    if env.isdigit():
+        return int(env)
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 

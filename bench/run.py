@@ -53,6 +53,8 @@ class Daemon:
             "AGENTSRC_SOCKET": str(self.sock),
             "XDG_CONFIG_HOME": str(self.dir / "cfg"),
         }
+        if os.environ.get("AGENTSRC_WORKERS"):
+            self.env["AGENTSRC_WORKERS"] = os.environ["AGENTSRC_WORKERS"]
         self.env.update(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
