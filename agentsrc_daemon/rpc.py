@@ -231,6 +231,7 @@ def build_methods(
         "commands.list": commands_list,
         "sessions.files": sessions_files,
         "findings.list": findings_list,
+        "documents.list": lambda reader, params: {"documents": reader.documents()},
         "findings.report": findings_report,
     }
     if extra:

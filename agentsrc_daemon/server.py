@@ -51,7 +51,7 @@ class RpcError(Exception):
 
 class Subscriber:
     def __init__(self, filters: dict[str, Any]) -> None:
-        self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue(SUBSCRIBER_QUEUE)
+        self.queue: queue.Queue[dict[str, Any]] = queue.Queue(SUBSCRIBER_QUEUE)
         self.filters = filters
         self.dropped = False
 
@@ -96,9 +96,9 @@ class Hub:
                 try:
                     sub.queue.put_nowait(ev)
                 except queue.Full:
+                    # The subscriber's thread sees the flag and sends the notice; the
+                    # queue is full, so nothing more is put in it.
                     sub.dropped = True
-                    with contextlib.suppress(queue.Full):
-                        sub.queue.put_nowait(None)
                     break
 
 
@@ -332,10 +332,13 @@ class Server:
             else:
                 last = head
             while not self._stopping.is_set():
-                try:
-                    item = sub.queue.get(timeout=1.0)
-                except queue.Empty:
-                    continue
+                if sub.dropped:
+                    item = None
+                else:
+                    try:
+                        item = sub.queue.get(timeout=1.0)
+                    except queue.Empty:
+                        continue
                 if item is None:
                     conn.sendall(
                         _notification(

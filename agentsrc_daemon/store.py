@@ -1039,6 +1039,19 @@ class Reader:
         )
 
 
+    def documents(self) -> list[dict[str, Any]]:
+        """Memory files (Codex AGENTS.md and memories/, Claude project memory/): what
+        and where, never their content."""
+        names = ("path", "agent", "project", "size", "sha256", "gone_at", "updated_at")
+        with self.snapshot():
+            return [
+                dict(zip(names, row, strict=True))
+                for row in self.conn.execute(
+                    "SELECT path, agent, project, size, sha256, gone_at, updated_at"
+                    " FROM documents ORDER BY path"
+                )
+            ]
+
     def findings(
         self,
         *,

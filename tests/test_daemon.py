@@ -411,3 +411,70 @@ def test_cli_says_when_daemon_is_not_running(daemon_factory) -> None:  # type: i
     r = d.cli("status", check=False)
     assert r.returncode == 3
     assert "not running" in r.stderr
+
+
+def test_memory_files_are_tracked_as_documents_without_content(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    codex = d.home / ".codex"
+    (codex / "memories").mkdir(parents=True)
+    (codex / "AGENTS.md").write_text("be terse\n")
+    (codex / "memories" / "notes.md").write_text("remember the build flag\n")
+    mem = d.home / ".claude" / "projects" / "-work-proj" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "MEMORY.md").write_text("the user prefers pytest\n")
+    d.start()
+    d.wait_live()
+    docs = {x["path"]: x for x in d.call("documents.list")["documents"]}
+    assert sorted(docs) == sorted(
+        str(p) for p in (codex / "AGENTS.md", codex / "memories" / "notes.md", mem / "MEMORY.md")
+    )
+    import hashlib
+
+    claude_doc = docs[str(mem / "MEMORY.md")]
+    assert (claude_doc["agent"], claude_doc["project"], claude_doc["size"]) == (
+        "claude-code", "-work-proj", len("the user prefers pytest\n")
+    )
+    assert claude_doc["sha256"] == hashlib.sha256(b"the user prefers pytest\n").hexdigest()
+    # A change is picked up; the content itself is never stored.
+    (codex / "AGENTS.md").write_text("be terse and careful\n")
+    wait_for(
+        lambda: {x["path"]: x for x in d.call("documents.list")["documents"]}[
+            str(codex / "AGENTS.md")
+        ]["size"] == len("be terse and careful\n"),
+        timeout=10,
+    )
+    db = (d.data_dir / "agentsrc.db").read_bytes() + (d.data_dir / "agentsrc.db-wal").read_bytes()
+    assert b"prefers pytest" not in db and b"careful" not in db
+
+
+def test_slow_subscriber_is_dropped_with_a_notice_and_ingest_goes_on(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory()
+    f = claude_session(d.home)
+    f.write_bytes(claude_line("u0", text="start"))
+    d.start()
+    d.wait_live()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(str(d.socket_path))
+    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{}}\n')
+    # A subscriber that never reads while 30,000 events arrive.
+    n = 30_000
+    with f.open("ab") as fh:
+        fh.write(b"".join(claude_line(f"p{i}", text=f"prompt {i}") for i in range(n)))
+    wait_for(lambda: len(all_events(d, kinds=["prompt"])) == n + 1, timeout=60)
+    st = d.call("status")  # ingest was never stalled, and the daemon still answers
+    assert st["state"] == "live"
+    s.settimeout(10)
+    buf = b""
+    while b'"method":"dropped"' not in buf:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    dropped = [
+        orjson.loads(line) for line in buf.splitlines() if b'"method":"dropped"' in line
+    ]
+    assert dropped and dropped[0]["params"]["last_id"] > 0
+    received = buf.count(b'"method":"event"')
+    assert received < n  # it really fell behind
