@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from corpus import corpus_home
@@ -137,5 +138,23 @@ def test_sigterm_mid_backfill_then_restart_gives_exact_events(tmp_path: Path) ->
         d.start()
         d.wait_live(timeout=300)
         assert signature(all_events(d)) == expected
+    finally:
+        d.cleanup()
+
+
+def test_status_wait_returns_once_live_with_progress(tmp_path: Path) -> None:
+    home = tmp_path / "rep"
+    replicate(corpus_home(), home, 2)
+    d = DaemonProcess(home)
+    try:
+        d.start()
+        st = d.call("status")
+        if st["state"] == "catching_up":  # progress is reported while catching up
+            p = st["progress"]
+            assert p["files_total"] >= p["files_done"] >= 0 and p["bytes_total"] > 0
+        out = d.cli("status", "--wait", "--json")
+        final = orjson.loads(out.stdout)
+        assert final["state"] == "live" and final["pending_bytes"] == 0
+        assert final["progress"]["files_done"] == final["progress"]["files_total"] == 46
     finally:
         d.cleanup()
