@@ -24,6 +24,7 @@ from typing import Any, Final
 import apsw
 import orjson
 
+from .cursor import Cursor
 from .events import (
     COMPACTION,
     ERROR,
@@ -203,55 +204,6 @@ def utc_now() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-@dataclass(slots=True)
-class Cursor:
-    """Where the tail-reader is in one file. Persisted in ``sources``."""
-
-    path: str
-    adapter: str
-    mode: str
-    source_id: int | None = None
-    dev: int | None = None
-    ino: int | None = None
-    size: int | None = None
-    mtime_ns: int | None = None
-    offset: int = 0
-    head_len: int = 0
-    head_hash: bytes | None = None
-    skipping: bool = False
-    state: dict[str, Any] | None = None
-    generation: int = 0
-    lines: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    gone_at: str | None = None
-    state_json: bytes | None = None  # set by snapshot(): the state frozen as JSON
-
-    def snapshot(self) -> Cursor:
-        """A copy that later reads cannot change: batches are committed by another
-        thread while the ingest loop reads on, and a cursor must be saved exactly as it
-        was when its events were handed over."""
-        return Cursor(
-            path=self.path,
-            adapter=self.adapter,
-            mode=self.mode,
-            source_id=self.source_id,
-            dev=self.dev,
-            ino=self.ino,
-            size=self.size,
-            mtime_ns=self.mtime_ns,
-            offset=self.offset,
-            head_len=self.head_len,
-            head_hash=self.head_hash,
-            skipping=self.skipping,
-            state=None,
-            generation=self.generation,
-            lines=self.lines,
-            skipped=dict(self.skipped),
-            gone_at=self.gone_at,
-            state_json=orjson.dumps(self.state) if self.state is not None else None,
-        )
 
 
 @dataclass(slots=True)
@@ -471,9 +423,7 @@ class Store:
                 c.head_len,
                 c.head_hash,
                 int(c.skipping),
-                c.state_json
-                if c.state_json is not None
-                else (orjson.dumps(c.state) if c.state is not None else None),
+                orjson.dumps(c.state) if c.state is not None else None,
                 c.generation,
                 c.lines,
                 orjson.dumps(c.skipped).decode(),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from .store import Cursor
+from .cursor import Cursor
 
 HEAD_BYTES = 4096  # how much of the file's start identifies it
 CHUNK_BYTES = 1 << 20
