@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .adapters.common import summarize_input
-from .events import COMMAND, EDIT, READ, TOOL_CALL, TOOL_RESULT, Event, SessionFacts
+from .events import COMMAND, EDIT, READ, TOOL_CALL, TOOL_RESULT, Event, SessionFacts, derived_event
 from .patch import MOVE, parse_patch, patch_text_of
 from .projects import is_external, is_windows_path, relative_to_project, resolve_path
 from .shellparse import (
@@ -172,11 +172,11 @@ def _derive_from_call(
         return []
     root = project_root_for(event.cwd) if event.cwd else None
     out = [
-        _derived(event, READ, f"{event.key}/read/{i}", _path_data(path, op, root))
+        derived_event(event, READ, f"{event.key}/read/{i}", _path_data(path, op, root))
         for i, (path, op) in enumerate(reads)
     ]
     out += [
-        _derived(event, EDIT, f"{event.key}/edit/{i}", _path_data(path, op, root))
+        derived_event(event, EDIT, f"{event.key}/edit/{i}", _path_data(path, op, root))
         for i, (path, op) in enumerate(edits)
     ]
     return out
@@ -242,7 +242,7 @@ def _derive_command(event: Event) -> list[Event]:
         # Muse reports only success/failure: kept as is rather than invented as an exit code.
         "is_error": is_error if isinstance(is_error, bool) else None,
     }
-    return [_derived(event, COMMAND, f"{event.key}/command", data)]
+    return [derived_event(event, COMMAND, f"{event.key}/command", data)]
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -253,24 +253,6 @@ def _int_or_none(value: Any) -> int | None:
     if isinstance(value, float) and value == value:  # not NaN
         return round(value)
     return None
-
-
-def _derived(source: Event, kind: str, key: str, data: dict[str, Any]) -> Event:
-    return Event(
-        key=key,
-        session_id=source.session_id,
-        kind=kind,
-        ts=source.ts,
-        adapter=source.adapter,
-        source_path=source.source_path,
-        offset=source.offset,
-        turn_id=source.turn_id,
-        tool=source.tool,
-        call_id=source.call_id,
-        subagent_id=source.subagent_id,
-        data=data,
-        cwd=source.cwd,
-    )
 
 
 @dataclass

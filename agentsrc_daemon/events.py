@@ -99,6 +99,26 @@ class Event:
     cwd: str | None = None  # effective working directory at this event, for path resolution
 
 
+def derived_event(source: Event, kind: str, key: str, data: dict[str, Any]) -> Event:
+    """An event derived from ``source`` (a read from a tool call, a finding in its
+    output...): same session, time, turn, call and provenance; its own kind, key, data."""
+    return Event(
+        key=key,
+        session_id=source.session_id,
+        kind=kind,
+        ts=source.ts,
+        adapter=source.adapter,
+        source_path=source.source_path,
+        offset=source.offset,
+        turn_id=source.turn_id,
+        tool=source.tool,
+        call_id=source.call_id,
+        subagent_id=source.subagent_id,
+        data=data,
+        cwd=source.cwd,
+    )
+
+
 @dataclass(slots=True)
 class SessionFacts:
     """Facts about a session. The store keeps the first non-null value for ``FIRST_WINS``

@@ -38,33 +38,24 @@ def register(app: typer.Typer, get_config: Callable[[], Config]) -> None:
             ["TS", "OP", "", "SESSION", "TOOL", "PATH"],
         )
 
-    @app.command()
-    def reads(
-        path: str = typer.Argument(..., help="Absolute path, project-relative path, or glob."),
-        session: str | None = typer.Option(None, "--session"),
-        agent: str | None = typer.Option(None, "--agent"),
-        project: str | None = typer.Option(None, "--project", help="Project root."),
-        since: str | None = typer.Option(None, "--since", help="7d, 12h, 30m or ISO time."),
-        limit: int = typer.Option(100, "--limit"),
-        json: bool = typer.Option(False, "--json"),
-    ) -> None:
-        """Which sessions read this file."""
-        events = _file_query("files.reads", path, session, agent, project, since, limit)
-        emit_json(events) if json else _print_file_events(events)
+    def file_command(method: str, name: str, doc: str) -> None:
+        def command(
+            path: str = typer.Argument(..., help="Absolute path, project-relative path, or glob."),
+            session: str | None = typer.Option(None, "--session"),
+            agent: str | None = typer.Option(None, "--agent"),
+            project: str | None = typer.Option(None, "--project", help="Project root."),
+            since: str | None = typer.Option(None, "--since", help="7d, 12h, 30m or ISO time."),
+            limit: int = typer.Option(100, "--limit"),
+            json: bool = typer.Option(False, "--json"),
+        ) -> None:
+            events = _file_query(method, path, session, agent, project, since, limit)
+            emit_json(events) if json else _print_file_events(events)
 
-    @app.command()
-    def edits(
-        path: str = typer.Argument(..., help="Absolute path, project-relative path, or glob."),
-        session: str | None = typer.Option(None, "--session"),
-        agent: str | None = typer.Option(None, "--agent"),
-        project: str | None = typer.Option(None, "--project", help="Project root."),
-        since: str | None = typer.Option(None, "--since", help="7d, 12h, 30m or ISO time."),
-        limit: int = typer.Option(100, "--limit"),
-        json: bool = typer.Option(False, "--json"),
-    ) -> None:
-        """Which sessions changed this file."""
-        events = _file_query("files.edits", path, session, agent, project, since, limit)
-        emit_json(events) if json else _print_file_events(events)
+        command.__doc__ = doc
+        app.command(name=name)(command)
+
+    file_command("files.reads", "reads", "Which sessions read this file.")
+    file_command("files.edits", "edits", "Which sessions changed this file.")
 
     @app.command()
     def commands(

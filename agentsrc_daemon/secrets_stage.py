@@ -41,6 +41,7 @@ from .events import (
     TOOL_CALL,
     TOOL_RESULT,
     Event,
+    derived_event,
     key_digest,
 )
 from .scan import (
@@ -146,7 +147,7 @@ class SecretStage:
         data = {
             k: ev.data.get(k) for k in ("path", "rel_path", "project_root", "external", "op")
         }
-        return _derived(ev, SENSITIVE_READ, f"{ev.key}#sensitive", data)
+        return derived_event(ev, SENSITIVE_READ, f"{ev.key}#sensitive", data)
 
     # ---- contents -------------------------------------------------------------------
 
@@ -246,7 +247,7 @@ class SecretStage:
             "of_kind": ev.kind,
         }
         key = f"{ev.key}#secret:{label}:{f.line}:{f.type}:{f.value_hash[:16]}"
-        return _derived(ev, SECRET, key, data)
+        return derived_event(ev, SECRET, key, data)
 
 
 @dataclass(slots=True)
@@ -309,20 +310,3 @@ def _read_spill(spill_path: str, source_path: str) -> str | None:
     finally:
         os.close(fd)
     return data.decode("utf-8", errors="replace")
-
-
-def _derived(source: Event, kind: str, key: str, data: dict[str, Any]) -> Event:
-    return Event(
-        key=key,
-        session_id=source.session_id,
-        kind=kind,
-        ts=source.ts,
-        adapter=source.adapter,
-        source_path=source.source_path,
-        offset=source.offset,
-        turn_id=source.turn_id,
-        tool=source.tool,
-        call_id=source.call_id,
-        subagent_id=source.subagent_id,
-        data=data,
-    )
