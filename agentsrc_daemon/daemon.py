@@ -30,7 +30,7 @@ from .notify import Notifier
 from .server import Hub, Server
 from .store import Batch, Reader, Store
 from .watch import DirtySet, Watcher
-from .workers import MIN_BACKLOG_BYTES, BackfillPool, worker_count
+from .workers import BackfillPool, min_backlog_bytes, worker_count
 
 log = structlog.get_logger("agentsrc.daemon")
 
@@ -369,7 +369,7 @@ class Daemon:
         if (
             not self._pool_used
             and self.workers_enabled
-            and self.backlog_bytes() >= MIN_BACKLOG_BYTES
+            and self.backlog_bytes() >= min_backlog_bytes()
         ):
             self._pool_used = True  # one pool per daemon life: a backfill happens once
             self.pool = BackfillPool(self.cfg, self.log_level, self.json_logs)

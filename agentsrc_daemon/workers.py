@@ -30,6 +30,12 @@ log = structlog.get_logger("agentsrc.workers")
 
 # Start a pool only for a backlog at least this large: spawning costs a second or so.
 MIN_BACKLOG_BYTES = 64 << 20
+
+
+def min_backlog_bytes() -> int:
+    """MIN_BACKLOG_BYTES, or $AGENTSRC_WORKER_MIN_BACKLOG (bytes; tests use a small one)."""
+    env = os.environ.get("AGENTSRC_WORKER_MIN_BACKLOG", "").strip()
+    return int(env) if env.isdigit() else MIN_BACKLOG_BYTES
 IN_FLIGHT_PER_WORKER = 3
 
 _worker_ingestor: Ingestor | None = None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 ID_PATTERNS = re.compile(
     rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    rb"|(?:msg|toolu|req|call|fc|rs|srvtoolu)_[A-Za-z0-9]{8,}"
+    rb"|(?:msg|toolu|tooluse|req|call|fc|rs|srvtoolu)_[A-Za-z0-9_-]{8,}"
     rb"|agent-a?[0-9a-f]{8,17}"
 )
 _ALNUM = b"abcdefghijklmnopqrstuvwxyz0123456789"

@@ -281,15 +281,23 @@ def _replicated_home(tmp_path: Path, copies: int) -> Path:
     return home
 
 
-def test_kill9_mid_backfill_then_restart_gives_exact_events(tmp_path: Path, daemon_factory) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("worker", ["no-worker", "worker"])
+def test_kill9_mid_backfill_then_restart_gives_exact_events(tmp_path: Path, daemon_factory, worker: str) -> None:  # type: ignore[no-untyped-def]
     home = _replicated_home(tmp_path, 3)
-    ref = daemon_factory(home).start()
+    # The reference run is single-process; the killed run uses a backfill worker when
+    # asked to (forced on for this small backlog), so both paths are checked against it.
+    ref = daemon_factory(home, AGENTSRC_WORKERS="0").start()
     ref.wait_live(timeout=300)
     expected = signature(all_events(ref))
     ref_sessions = {s["id"]: s for s in ref.call("sessions.list", {"limit": 1000})["sessions"]}
     ref.stop()
 
-    d = daemon_factory(home)
+    env = (
+        {"AGENTSRC_WORKERS": "1", "AGENTSRC_WORKER_MIN_BACKLOG": "1"}
+        if worker == "worker"
+        else {"AGENTSRC_WORKERS": "0"}
+    )
+    d = daemon_factory(home, **env)
     d.start()
     wait_for(lambda: d.call("status")["events"] > 2000, timeout=120, interval=0.01)
     assert d.call("status")["state"] == "catching_up"
