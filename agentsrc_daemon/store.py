@@ -302,6 +302,34 @@ class Inserted:
         ]
 
 
+def coalesce_facts(facts: list[SessionFacts]) -> list[SessionFacts]:
+    """The facts of a batch, one per session, merged with the same rules the database
+    applies (first wins, earliest wins, latest wins): one UPDATE per session, not one
+    per line that mentioned it."""
+    merged: dict[str, SessionFacts] = {}
+    for f in facts:
+        m = merged.get(f.session_id)
+        if m is None:
+            merged[f.session_id] = SessionFacts(f.session_id, f.agent, f.native_id)
+            m = merged[f.session_id]
+        for name in SESSION_FACT_FIELDS:
+            value = getattr(f, name)
+            if value is None:
+                continue
+            current = getattr(m, name)
+            if current is None:
+                setattr(m, name, value)
+            elif name in SessionFacts.FIRST_WINS:
+                continue
+            elif name in SessionFacts.EARLIEST_WINS:
+                setattr(m, name, min(current, value))
+            elif name == "last_event_at":
+                setattr(m, name, max(current, value))
+            else:
+                setattr(m, name, value)
+    return list(merged.values())
+
+
 def _secure_file(path: Path) -> None:
     with suppress(FileNotFoundError):
         os.chmod(path, 0o600)
@@ -443,7 +471,7 @@ class Store:
         with self.lock, self.conn:
             for cursor in batch.cursors.values():
                 self._source_id(cursor)
-            for facts in batch.sessions:
+            for facts in coalesce_facts(batch.sessions):
                 self._merge_session(facts)
             for sid, root in batch.project_roots.items():
                 self.conn.execute(
@@ -537,18 +565,26 @@ class Store:
         prepared = batch.rows
         if not prepared:
             return Inserted([])
-        row = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
+        # AUTOINCREMENT's counter: new ids start right after it.
+        row = self.conn.execute(
+            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)"
+        ).fetchone()
         before = int(row[0]) if row else 0
         source_ids = self._source_ids
         for r in prepared:
             if r[R_SOURCE] not in source_ids:
                 self._source_id(Cursor(r[R_SOURCE], r[R_ADAPTER], "jsonl"))
+        changes_before = self.conn.total_changes()
         self.conn.executemany(
             "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
             " subagent_id, adapter, source_id, offset, path, data)"
             " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [r[:9] + (source_ids[r[R_SOURCE]],) + r[10:] for r in prepared],
         )
+        if self.conn.total_changes() - changes_before == len(prepared):
+            # Every row was new: one writer, AUTOINCREMENT, so their ids are consecutive
+            # in insertion order and nothing needs to be read back (the common case).
+            return self._all_new(prepared, before, tally)
         new_ids = {
             kh: eid
             for eid, kh in self.conn.execute(
@@ -564,6 +600,14 @@ class Store:
                 continue
             self._count(r, tally)
             inserted.append((eid, r))
+        return Inserted(inserted)
+
+    def _all_new(
+        self, prepared: list[Row], before: int, tally: dict[str, _SessionTally]
+    ) -> Inserted:
+        inserted = [(before + 1 + i, r) for i, r in enumerate(prepared)]
+        for r in prepared:
+            self._count(r, tally)
         return Inserted(inserted)
 
     def _merge_message_part(self, r: Row) -> None:

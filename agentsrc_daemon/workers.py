@@ -69,7 +69,8 @@ def _ingest_round(
 
 def worker_count() -> int:
     """Workers to use: $AGENTSRC_WORKERS when set (0 turns them off), else one less than
-    the cores (the daemon's own thread needs one), at most 4."""
+    the cores (the daemon's own thread needs one), at least 1, at most 4. (On 2 cores a
+    second worker was measured a little faster and 30-50 MB heavier: docs/performance.md.)"""
     env = os.environ.get("AGENTSRC_WORKERS", "").strip()
     if env.isdigit():
         return int(env)

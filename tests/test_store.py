@@ -51,13 +51,20 @@ def test_files_are_private(tmp_path: Path, store: Store) -> None:
 def test_reinsert_is_ignored_and_counters_not_doubled(store: Store, tmp_path: Path) -> None:
     facts = [E.SessionFacts("codex:s1", "codex", "s1", cwd="/w", model="m1")]
     b1 = batch(ev("p1", E.PROMPT, data={"text": "a"}), ev("c1", E.TOOL_CALL, tool="shell"), facts=facts)
-    assert [e["kind"] for e in store.commit(b1).rows()] == ["prompt", "tool_call"]
+    first = store.commit(b1).rows()
+    assert [e["kind"] for e in first] == ["prompt", "tool_call"]
     assert store.commit(b1).rows() == []  # a re-read of the same lines
+    # A batch mixing known and new keys takes the read-back path; ids stay exact.
+    b2 = batch(ev("p1", E.PROMPT, data={"text": "a"}), ev("p2", E.PROMPT, data={"text": "b"}))
+    second = store.commit(b2).rows()
+    assert [(e["kind"], e["text"]) for e in second] == [("prompt", "b")]
     r = Reader(tmp_path / "db.sqlite")
+    stored = r.events(limit=10)
+    assert [(e["id"], e["kind"]) for e in stored] == [(e["id"], e["kind"]) for e in first + second]
     s = r.session("codex:s1")
     assert s is not None
-    assert (s["prompts"], s["tool_calls"], s["cwd"], s["model"]) == (1, 1, "/w", "m1")
-    assert r.event_count() == 2
+    assert (s["prompts"], s["tool_calls"], s["cwd"], s["model"]) == (2, 1, "/w", "m1")
+    assert r.event_count() == 3
 
 
 def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
@@ -143,3 +150,21 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_wal_mode(store: Store) -> None:
     assert store.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert isinstance(store.conn, apsw.Connection)
+
+
+def test_facts_of_a_batch_coalesce_with_the_database_rules() -> None:
+    from agentsrc_daemon.store import coalesce_facts
+
+    facts = [
+        E.SessionFacts("s", "codex", "s", cwd="/a", model="m1", started_at="2025-01-02"),
+        E.SessionFacts("s", "codex", "s", cwd="/b", model="m2", started_at="2025-01-01",
+                       last_event_at="2025-01-03", title="t1"),
+        E.SessionFacts("s", "codex", "s", last_event_at="2025-01-02", title="t2"),
+        E.SessionFacts("o", "codex", "o", model="x"),
+    ]
+    merged = {f.session_id: f for f in coalesce_facts(facts)}
+    s = merged["s"]
+    assert (s.cwd, s.model, s.started_at, s.last_event_at, s.title) == (
+        "/a", "m2", "2025-01-01", "2025-01-03", "t2"
+    )
+    assert merged["o"].model == "x" and len(merged) == 2
