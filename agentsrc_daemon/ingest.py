@@ -174,10 +174,8 @@ class Ingestor:
         rnd.bytes = max(0, cursor.offset - (0 if result.reset else start_offset))
         self._finish(produced, sessions_seen, spec.path, batch)
         rnd.events = len(produced)
-        if result.changed or produced or cursor.source_id is None:
+        if not result.gone:  # a vanished file's cursor is saved by ingest() (gone_at)
             batch.cursors[spec.path] = cursor
-        elif not result.gone:
-            batch.cursors.setdefault(spec.path, cursor)
         return rnd
 
     def _route(
