@@ -91,6 +91,7 @@ class Daemon:
         self.pool: BackfillPool | None = None
         self._pool_used = False
         self.rounds_in_workers = 0
+        self.deferred: set[str] = set()  # files waiting for the workers to finish
         self._backlog: tuple[int, int] = (0, 0)  # (bytes, files), see _refresh_backlog
         self._backlog_at = 0.0
         self.rounds_here = 0
@@ -316,7 +317,7 @@ class Daemon:
                 continue
             if pool is not None:
                 self._collect(pool)  # may finish (and un-queue) files of this list
-                if path in pool.in_flight or path not in self.pending:
+                if path in pool.in_flight or path not in self.pending or path in self.deferred:
                     continue
                 spec = self.pending[path]
                 if pool.has_room and pool.submit(
@@ -341,7 +342,9 @@ class Daemon:
                     break  # let fresh appends in live files jump the backfill queue
         self._commit(batch)
         if pool is not None:
-            if self.stop_event.is_set() or all(p in pool.in_flight for p in self.pending):
+            if self.stop_event.is_set() or all(
+                p in pool.in_flight or p in self.deferred for p in self.pending
+            ):
                 # Nothing left for this thread: wait for the worker (briefly, so the
                 # loop still pings the watchdog and notices file events).
                 pool.wait_any(timeout=0.2)
@@ -349,6 +352,12 @@ class Daemon:
 
     def _account(self, path: str, rnd: FileRound) -> None:
         self.progress.bytes_done += rnd.bytes
+        if rnd.deferred:
+            # A line over 4 MiB comes next. Read it once the workers are gone, so its
+            # working set never adds to theirs (the memory bound holds for all
+            # processes together); until then, the file waits.
+            self.deferred.add(path)
+            return
         if not rnd.more:
             self.pending.pop(path, None)
             if not self._initial_done:
@@ -360,9 +369,11 @@ class Daemon:
         """The worker pool while a large backlog remains; shut down once it is done."""
         assert self.ingestor is not None
         if self.pool is not None:
-            if self.pool.in_flight or (self.pending and not self.pool.broken):
+            undeferred = any(p not in self.deferred for p in self.pending)
+            if self.pool.in_flight or (undeferred and not self.pool.broken):
                 if self.pool.broken and not self.pool.in_flight:
                     self._close_pool()
+                    return None
                 return self.pool
             self._close_pool()
             return None
@@ -373,6 +384,7 @@ class Daemon:
         ):
             self._pool_used = True  # one pool per daemon life: a backfill happens once
             self.pool = BackfillPool(self.cfg, self.log_level, self.json_logs)
+            self.ingestor.defer_big_lines = True
             log.info("backfill_workers", workers=self.pool.size)
         return self.pool
 
@@ -391,6 +403,9 @@ class Daemon:
     def _close_pool(self) -> None:
         if self.pool is not None:
             self._collect(self.pool, wait=True)
+            assert self.ingestor is not None
+            self.ingestor.defer_big_lines = False
+            self.deferred.clear()  # their big lines are read now, by this thread
             log.info(
                 "backfill_workers_done",
                 rounds_in_workers=self.rounds_in_workers,
@@ -496,6 +511,7 @@ class Daemon:
         if self.ingestor is not None:
             new_ingestor = self._build_ingestor()
             new_ingestor.cursors = self.ingestor.cursors
+            new_ingestor.defer_big_lines = self.ingestor.defer_big_lines
             self.ingestor = new_ingestor
         log.info("reloaded", restart_needed_for=restart_needed)
         self.notifier.ready(status=self._status_line())

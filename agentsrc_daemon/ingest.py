@@ -70,6 +70,7 @@ class FileRound:
     reset: str | None = None
     more: bool = False
     gone: bool = False
+    deferred: bool = False  # a line over BIG_LINE_BYTES is next: read it later
 
 
 @dataclass
@@ -79,6 +80,7 @@ class Ingestor:
     scan: ScanStage | None = None
     project_root_for: Callable[[str], str] | None = None
     cursors: dict[str, Cursor] = field(default_factory=dict)
+    defer_big_lines: bool = False  # set while a backfill worker runs (see daemon.py)
     _adapters: dict[str, Adapter] = field(default_factory=dict)
 
     def adapter(self, name: str) -> Adapter:
@@ -165,7 +167,9 @@ class Ingestor:
             on_line,
             budget_bytes=budget,
             max_line_bytes=self.max_line_bytes,
+            defer_big_lines=self.defer_big_lines,
         )
+        rnd.deferred = result.deferred
         rnd.reset = result.reset
         rnd.more = result.more
         rnd.gone = result.gone

@@ -54,6 +54,7 @@ class ReadResult:
     more: bool = False  # the budget ran out before EOF
     gone: bool = False
     changed: bool = False  # anything consumed or counted
+    deferred: bool = False  # stopped before a line over BIG_LINE_BYTES (defer_big_lines)
 
 
 def _hash(data: bytes) -> bytes:
@@ -143,6 +144,7 @@ def read_new_lines(
     *,
     budget_bytes: int,
     max_line_bytes: int,
+    defer_big_lines: bool = False,
 ) -> ReadResult:
     """Read complete lines after ``cursor.offset``, call ``on_line`` for each decoded
     object, and advance the cursor (in memory; the caller commits it with the events).
@@ -168,7 +170,9 @@ def read_new_lines(
         cursor.size = st.st_size
         if st.st_size == cursor.offset:
             return result
-        _read_loop(fd, cursor, on_line, result, st.st_size, budget_bytes, max_line_bytes)
+        _read_loop(
+            fd, cursor, on_line, result, st.st_size, budget_bytes, max_line_bytes, defer_big_lines
+        )
         _refresh_head(fd, cursor)
     finally:
         os.close(fd)
@@ -183,6 +187,7 @@ def _read_loop(
     size: int,
     budget: int,
     max_line: int,
+    defer_big: bool,
 ) -> None:
     pos = cursor.offset  # file position of buf[0]
     buf = bytearray()
@@ -213,6 +218,13 @@ def _read_loop(
             nl = buf.find(b"\n", start)
             if nl < 0:
                 break
+            if defer_big and BIG_LINE_BYTES < nl - start <= max_line:
+                # A big line that arrived whole in the buffer: deferred as well.
+                pos += start
+                cursor.offset = pos
+                result.changed = result.changed or start > 0
+                result.deferred = True
+                return
             line_offset = pos + start
             raw = memoryview(buf)[start:nl]
             obj = None
@@ -259,6 +271,11 @@ def _read_loop(
                 consumed_any = True
                 result.changed = True
                 continue
+            if defer_big:
+                # The caller wants big lines later (while another process is parsing,
+                # two big working sets would add up): stop before it, offset untouched.
+                result.deferred = True
+                return
             line = _read_exact(fd, pos, line_len, buf)
             buf.clear()
             line_offset = pos

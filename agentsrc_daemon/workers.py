@@ -53,6 +53,7 @@ def _init_worker(cfg: Config, log_level: str, json_logs: bool | None) -> None:
         derive=derive,
         scan=scan,
         project_root_for=project_root_for,
+        defer_big_lines=True,  # the daemon reads those itself once the workers are gone
     )
 
 

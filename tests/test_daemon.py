@@ -486,3 +486,27 @@ def test_slow_subscriber_is_dropped_with_a_notice_and_ingest_goes_on(daemon_fact
     assert dropped and dropped[0]["params"]["last_id"] > 0
     received = buf.count(b'"method":"event"')
     assert received < n  # it really fell behind
+
+
+def test_big_line_deferred_by_the_backfill_worker_is_read_at_the_end(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    d = daemon_factory(AGENTSRC_WORKERS="1", AGENTSRC_WORKER_MIN_BACKLOG="1")
+    f = claude_session(d.home)
+    big_text = "y" * (6 << 20)  # over the 4 MiB big-line mark, under the 64 MiB cap
+    f.write_bytes(
+        claude_line("u1", text="small first")
+        + claude_line("u2", text=big_text)
+        + claude_line("u3", text="small last")
+    )
+    for i in range(5):  # other files for the worker
+        other = f.parent / f"{i:08d}-0000-4000-8000-000000000000.jsonl"
+        other.write_bytes(b"".join(claude_line(f"o{i}-{n}", text=f"p{n}") for n in range(50)))
+    d.start()
+    d.wait_live()
+    prompts = [e for e in all_events(d, kinds=["prompt"]) if e["source_path"] == str(f)]
+    assert [(p["offset"], p.get("text_chars"), p.get("text_truncated")) for p in prompts] == [
+        (0, None, None),
+        (len(claude_line("u1", text="small first")), len(big_text), True),
+        (len(claude_line("u1", text="small first")) + len(claude_line("u2", text=big_text)), None, None),
+    ]
+    assert len(prompts[1]["text"]) == 256 * 1024
+    assert '"backfill_workers"' in d.log()

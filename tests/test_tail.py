@@ -314,3 +314,20 @@ def test_big_line_under_the_cap_is_parsed_and_offset_advances(tmp_path: Path) ->
     assert c.offset == p.stat().st_size and c.skipped == {}
     c2 = roundtrip(c)
     assert read_all(p, c2)[0] == []
+
+
+def test_big_line_can_be_deferred_without_consuming_it(tmp_path: Path) -> None:
+    p = tmp_path / "a.jsonl"
+    first = b'{"a":1}\n'
+    big = orjson.dumps({"big": "b" * (tail.BIG_LINE_BYTES + 10)}) + b"\n"
+    p.write_bytes(first + big + b'{"after":1}\n')
+    c = Cursor(str(p), "codex", "jsonl")
+    got: list[tail.Line] = []
+    res = tail.read_new_lines(
+        str(p), c, got.append, budget_bytes=1 << 30, max_line_bytes=64 << 20, defer_big_lines=True
+    )
+    assert res.deferred and [ln.obj for ln in got] == [{"a": 1}]
+    assert c.offset == len(first)  # stopped before the big line, nothing of it consumed
+    got.clear()
+    lines, _ = read_all(p, c, max_line=64 << 20)
+    assert [(ln.offset, list(ln.obj)) for ln in lines] == [(len(first), ["big"]), (len(first) + len(big), ["after"])]
