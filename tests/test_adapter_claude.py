@@ -7,6 +7,7 @@ Nothing of a transcript is printed or asserted verbatim: only counts, ids, kinds
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -82,6 +83,22 @@ def projects() -> Path:
     return corpus_home() / ".claude" / "projects"
 
 
+CWD_DIGEST_F84B640B = "05676a5d5b8c"
+
+
+def corpus_file(rel: str) -> Path:
+    """A corpus transcript by its path below its project directory. The project
+    directories encode real people's home paths, so the tests name files by session and
+    subagent ids only."""
+    matches = [p for p in projects().glob(f"*/{rel}") if p.is_file()]
+    assert len(matches) == 1, rel
+    return matches[0]
+
+
+def under_project(path: Path) -> str:
+    return path.relative_to(projects()).as_posix().split("/", 1)[1]
+
+
 # -- the corpus -----------------------------------------------------------------------
 
 # Computed once from the data. prompts: real prompts (a subagent's task prompt included);
@@ -89,7 +106,7 @@ def projects() -> Path:
 # calls/results: events emitted (a conversation replayed into f84b640b repeats 13 calls
 # and results under their same tool ids, hence the distinct counts).
 CORPUS: dict[str, dict[str, Any]] = {
-    "-Users-chip-dev-ai-music/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl": {
+    "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl": {
         "session": "d3ad4cdc-5657-435d-98fa-0035d53e383d",
         "prompts": 5,
         "messages": 14,
@@ -103,7 +120,7 @@ CORPUS: dict[str, dict[str, Any]] = {
         "turns": 5,
         "subagents": set(),
     },
-    "-Users-chip-dev-ai-music/ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl": {
+    "ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl": {
         "session": None,
         "prompts": 0,
         "messages": 0,
@@ -117,7 +134,7 @@ CORPUS: dict[str, dict[str, Any]] = {
         "turns": 0,
         "subagents": set(),
     },
-    "-Users-xuwentao-Projects-tele-tap-edu-backend/e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06.jsonl": {
+    "e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06.jsonl": {
         "session": "e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06",
         "prompts": 3,
         "messages": 25,
@@ -131,7 +148,7 @@ CORPUS: dict[str, dict[str, Any]] = {
         "turns": 5,  # 3 prompts + 2 custom slash commands the model answered
         "subagents": set(),
     },
-    "-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072.jsonl": {
+    "8c880a68-969b-4b92-8733-a4927179d072.jsonl": {
         "session": "8c880a68-969b-4b92-8733-a4927179d072",
         "prompts": 5,
         "messages": 4,
@@ -145,7 +162,7 @@ CORPUS: dict[str, dict[str, Any]] = {
         "turns": 5,
         "subagents": set(),
     },
-    "-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl": {
+    "8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl": {
         "session": "8c880a68-969b-4b92-8733-a4927179d072",
         "prompts": 1,
         "messages": 11,
@@ -159,7 +176,7 @@ CORPUS: dict[str, dict[str, Any]] = {
         "turns": 0,
         "subagents": {"a2df51c9276581f81"},
     },
-    "C--code-bohack-bo-hack-frontend/f84b640b-c091-44bf-9464-71a557d19a1d.jsonl": {
+    "f84b640b-c091-44bf-9464-71a557d19a1d.jsonl": {
         "session": "f84b640b-c091-44bf-9464-71a557d19a1d",
         "prompts": 32,
         "messages": 154,
@@ -173,7 +190,7 @@ CORPUS: dict[str, dict[str, Any]] = {
         "turns": 32,
         "subagents": set(),
     },
-    "C--code-bohack-bo-hack-frontend/agent-f75bd872.jsonl": {
+    "agent-f75bd872.jsonl": {
         "session": "f84b640b-c091-44bf-9464-71a557d19a1d",
         "prompts": 1,
         "messages": 4,
@@ -187,7 +204,7 @@ CORPUS: dict[str, dict[str, Any]] = {
         "turns": 0,
         "subagents": {"f75bd872"},
     },
-    "C--code-bohack-bo-hack-frontend/agent-24c92a25.jsonl": {
+    "agent-24c92a25.jsonl": {
         # The "Warmup" stub names a session that is not in the corpus: it still makes one.
         "session": "68e984d7-ed9c-45c4-8864-c6d2123ce91a",
         "prompts": 1,
@@ -202,7 +219,7 @@ CORPUS: dict[str, dict[str, Any]] = {
         "turns": 0,
         "subagents": {"24c92a25"},
     },
-    "sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": {
+    "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": {
         "session": "fe5e1c67-53e7-4862-81ae-d0e013e3270b",
         "prompts": 6,  # 1 of the user + 5 Task prompts of inline subagents
         "messages": 95,
@@ -236,10 +253,9 @@ class Parsed(dict[str, list[Record]]):
 
 @pytest.fixture(scope="module")
 def corpus_records() -> Parsed:
-    root = projects()
-    found = {p.relative_to(root).as_posix() for p in root.rglob("*.jsonl")}
+    found = {under_project(p) for p in projects().rglob("*.jsonl")}
     assert found == set(CORPUS)
-    return Parsed({rel: parse_file(root / rel) for rel in CORPUS})
+    return Parsed({rel: parse_file(corpus_file(rel)) for rel in CORPUS})
 
 
 @pytest.mark.parametrize("rel", sorted(CORPUS))
@@ -312,20 +328,20 @@ def test_subagent_layouts_land_in_the_parent_session(
     corpus_records: dict[str, list[Record]],
 ) -> None:
     # (2) agent-<id>.jsonl beside the session, 2.0.x
-    beside = events(corpus_records["C--code-bohack-bo-hack-frontend/agent-f75bd872.jsonl"])
+    beside = events(corpus_records["agent-f75bd872.jsonl"])
     assert {(e.session_id, e.subagent_id) for e in beside} == {
         ("claude-code:f84b640b-c091-44bf-9464-71a557d19a1d", "f75bd872")
     }
     # The parent's Task result names the same agent (toolUseResult.agentId).
     parent = corpus_records[
-        "C--code-bohack-bo-hack-frontend/f84b640b-c091-44bf-9464-71a557d19a1d.jsonl"
+        "f84b640b-c091-44bf-9464-71a557d19a1d.jsonl"
     ]
     assert Counter(e.tool for e in events(parent, TOOL_CALL))["Task"] == 3
     # (3) <session>/subagents/agent-<id>.jsonl, 2.1.x: events join the parent's turn
     # through the promptId the subagent's records carry.
     nested = events(
         corpus_records[
-            "-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl"
+            "8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl"
         ]
     )
     assert {(e.session_id, e.subagent_id) for e in nested} == {
@@ -334,7 +350,7 @@ def test_subagent_layouts_land_in_the_parent_session(
     parent_turns = {
         e.turn_id
         for e in events(
-            corpus_records["-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072.jsonl"],
+            corpus_records["8c880a68-969b-4b92-8733-a4927179d072.jsonl"],
             TURN_START,
         )
     }
@@ -342,7 +358,7 @@ def test_subagent_layouts_land_in_the_parent_session(
     assert "f097e4ec-3965-45ae-a7cb-5eb9aecf7b00" in parent_turns
     # (1) inline sidechains, pre-2.0: each sidechain's events, Task prompt included,
     # carry the root record's uuid; the main conversation's carry none.
-    inline = corpus_records["sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"]
+    inline = corpus_records["fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"]
     per_subagent = Counter(e.subagent_id for e in events(inline, PROMPT))
     assert per_subagent == {
         None: 1,
@@ -361,9 +377,9 @@ def test_subagent_facts_never_set_model_or_title(
     corpus_records: dict[str, list[Record]],
 ) -> None:
     for rel in (
-        "C--code-bohack-bo-hack-frontend/agent-f75bd872.jsonl",
-        "C--code-bohack-bo-hack-frontend/agent-24c92a25.jsonl",
-        "-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl",
+        "agent-f75bd872.jsonl",
+        "agent-24c92a25.jsonl",
+        "8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl",
     ):
         facts = [r for r in corpus_records[rel] if isinstance(r, SessionFacts)]
         ok = bool(facts) and all(f.model is None and f.title is None for f in facts)
@@ -374,12 +390,18 @@ def test_subagent_facts_never_set_model_or_title(
 
 def test_session_facts_from_the_corpus(corpus_records: dict[str, list[Record]]) -> None:
     records = corpus_records[
-        "C--code-bohack-bo-hack-frontend/f84b640b-c091-44bf-9464-71a557d19a1d.jsonl"
+        "f84b640b-c091-44bf-9464-71a557d19a1d.jsonl"
     ]
     facts = [r for r in records if isinstance(r, SessionFacts)]
     assert {f.model for f in facts if f.model} == {"claude-sonnet-4-5-20250929"}
     assert {f.version for f in facts if f.version} == {"2.0.29"}
-    assert {f.cwd for f in facts if f.cwd} == {"c:\\code\\bohack\\bo-hack-frontend"}
+    # The cwd as written (a Windows path, lower-case drive), compared by a digest so the
+    # test does not spell out a real person's path.
+    cwds = {f.cwd for f in facts if f.cwd}
+    assert len(cwds) == 1
+    (cwd,) = cwds
+    assert cwd.startswith("c:\\") and "/" not in cwd
+    assert hashlib.sha256(cwd.encode()).hexdigest()[:12] == CWD_DIGEST_F84B640B
     started = [f.started_at for f in facts if f.started_at]
     first_started = started[0]
     assert first_started == "2025-10-30T09:17:47.233Z"
@@ -394,7 +416,7 @@ def test_session_facts_from_the_corpus(corpus_records: dict[str, list[Record]]) 
 def test_interruptions_and_turn_ends(corpus_records: dict[str, list[Record]]) -> None:
     ends = events(
         corpus_records[
-            "C--code-bohack-bo-hack-frontend/f84b640b-c091-44bf-9464-71a557d19a1d.jsonl"
+            "f84b640b-c091-44bf-9464-71a557d19a1d.jsonl"
         ],
         TURN_END,
     )
@@ -404,7 +426,7 @@ def test_interruptions_and_turn_ends(corpus_records: dict[str, list[Record]]) ->
     }
     # 2.1.x writes system/turn_duration: turns end there, not at the next prompt.
     recent = corpus_records[
-        "-Users-xuwentao-Projects-tele-tap-edu-backend/e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06.jsonl"
+        "e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06.jsonl"
     ]
     assert len(events(recent, TURN_END)) == 5
     assert sum(1 for r in recent if isinstance(r, TurnFacts) and r.model == "claude-opus-4-6") == 5
@@ -413,11 +435,9 @@ def test_interruptions_and_turn_ends(corpus_records: dict[str, list[Record]]) ->
 def test_spill_paths_point_into_the_session_tool_results(
     corpus_records: dict[str, list[Record]],
 ) -> None:
-    rel = "-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl"
+    rel = "8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl"
     spilled = [e for e in events(corpus_records[rel], TOOL_RESULT) if e.spill_path]
-    tool_results_dir = (
-        projects() / "-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072/tool-results"
-    )
+    tool_results_dir = corpus_file(rel).parent.parent / "tool-results"
     assert [Path(e.spill_path) for e in spilled if e.spill_path] == [
         tool_results_dir / f"{e.call_id}.txt" for e in spilled
     ]
@@ -433,7 +453,7 @@ def test_tool_result_contents_come_from_the_result_and_tool_use_result(
 ) -> None:
     results = events(
         corpus_records[
-            "-Users-xuwentao-Projects-tele-tap-edu-backend/e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06.jsonl"
+            "e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06.jsonl"
         ],
         TOOL_RESULT,
     )
@@ -452,7 +472,7 @@ def test_meta_json_sidecar_yields_nothing() -> None:
 
 
 def test_corpus_parse_is_deterministic() -> None:
-    path = projects() / "sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    path = corpus_file("fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl")
     same = parse_file(path) == parse_file(path)
     assert same
 
@@ -460,13 +480,13 @@ def test_corpus_parse_is_deterministic() -> None:
 @pytest.mark.parametrize(
     "rel",
     [
-        "sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
-        "-Users-xuwentao-Projects-tele-tap-edu-backend/e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06.jsonl",
-        "-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl",
+        "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+        "e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06.jsonl",
+        "8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl",
     ],
 )
 def test_restart_resumes_exactly(rel: str) -> None:
-    path = projects() / rel
+    path = corpus_file(rel)
     lines = read_lines(path)
     one_pass, _ = parse_lines(path, lines)
     for k in sorted({1, len(lines) // 3, len(lines) // 2, len(lines) - 1}):
