@@ -1,0 +1,82 @@
+"""Where things are: defaults from $HOME and XDG, the agents' own variables, our
+variables, the TOML file, and flags, in that order of precedence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentsrc_daemon.config import ConfigError, load_config
+
+
+def test_defaults_from_home_and_xdg(tmp_path: Path) -> None:
+    cfg = load_config(env={"HOME": str(tmp_path)})
+    assert cfg.codex_root == tmp_path / ".codex"
+    assert cfg.claude_root == tmp_path / ".claude" / "projects"
+    assert cfg.muse_root == tmp_path / "agents"
+    assert cfg.data_dir == tmp_path / ".local" / "share" / "agentsrc"
+    assert cfg.socket_path == cfg.data_dir / "agentsrc.sock"  # no XDG_RUNTIME_DIR
+    assert cfg.db_path == cfg.data_dir / "agentsrc.db"
+    assert (cfg.reconcile_interval, cfg.max_line_bytes) == (30.0, 64 * 1024 * 1024)
+    assert cfg.scan.enabled and cfg.scan.store_text
+
+
+def test_agents_variables_and_xdg(tmp_path: Path) -> None:
+    env = {
+        "HOME": str(tmp_path),
+        "CODEX_HOME": str(tmp_path / "cx"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "cl"),
+        "MUSE_AGENTS_DIR": str(tmp_path / "mu"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+    }
+    cfg = load_config(env=env)
+    assert cfg.codex_root == tmp_path / "cx"
+    assert cfg.claude_root == tmp_path / "cl" / "projects"
+    assert cfg.muse_root == tmp_path / "mu"
+    assert cfg.data_dir == tmp_path / "data" / "agentsrc"
+    assert cfg.socket_path == tmp_path / "run" / "agentsrc" / "agentsrc.sock"
+
+
+def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
+    conf = tmp_path / "c.toml"
+    conf.write_text(
+        '[roots]\ncodex = "~/from-file-codex"\nmuse = "~/from-file-muse"\n'
+        '[daemon]\ndata_dir = "~/from-file-data"\nreconcile_interval = 5\n'
+        '[scan]\nenabled = false\nuser_patterns = { tok = "tok_[0-9]{8}" }\n'
+        'exclude_paths = ["**/fixtures/**"]\n'
+    )
+    env = {
+        "HOME": str(tmp_path),
+        "AGENTSRC_CONFIG": str(conf),
+        "MUSE_AGENTS_DIR": str(tmp_path / "env-muse"),
+        "AGENTSRC_MUSE_ROOT": str(tmp_path / "our-env-muse"),
+        "AGENTSRC_DATA_DIR": str(tmp_path / "env-data"),
+    }
+    cfg = load_config(env=env, data_dir=tmp_path / "flag-data")
+    assert cfg.codex_root == tmp_path / "from-file-codex"  # file over the default
+    assert cfg.muse_root == tmp_path / "our-env-muse"  # our variable over the file
+    assert cfg.data_dir == tmp_path / "flag-data"  # the flag over everything
+    assert cfg.reconcile_interval == 5.0
+    assert cfg.config_file == conf
+    assert not cfg.scan.enabled
+    assert cfg.scan.user_patterns == {"tok": "tok_[0-9]{8}"}
+    assert cfg.scan.exclude_paths == ["**/fixtures/**"]
+    cfg = load_config(env={**env, "AGENTSRC_SCAN": "1", "AGENTSRC_STORE_TEXT": "0"})
+    assert cfg.scan.enabled and not cfg.scan.store_text
+
+
+def test_errors_are_clear(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[daemon\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(env={"HOME": str(tmp_path)}, config_file=bad)
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(env={"HOME": str(tmp_path)}, config_file=tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match="bad number"):
+        load_config(env={"HOME": str(tmp_path), "AGENTSRC_RECONCILE_INTERVAL": "soon"})
+    with pytest.raises(ConfigError, match="Unix sockets allow about 104"):
+        load_config(env={"HOME": str(tmp_path)}, socket_path="/tmp/" + "s" * 120)
+    # An absent default config file is fine: it is optional.
+    assert load_config(env={"HOME": str(tmp_path)}).config_file is None
