@@ -43,7 +43,16 @@ _worker_ingestor: Ingestor | None = None
 
 def _init_worker(cfg: Config, log_level: str, json_logs: bool | None) -> None:
     global _worker_ingestor
+    import signal
+
     from .logs import configure
+
+    # A service manager's stop (or Ctrl-C in a terminal) signals the whole process group.
+    # The daemon decides when its workers end: it finishes and commits the rounds in their
+    # hands, then shuts the pool down. (If the daemon dies, their pipe closes and they exit.)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
     from .wiring import build_stages
 
     configure(log_level, json_logs)
@@ -55,6 +64,22 @@ def _init_worker(cfg: Config, log_level: str, json_logs: bool | None) -> None:
         project_root_for=project_root_for,
         defer_big_lines=True,  # the daemon reads those itself once the workers are gone
     )
+
+
+def _exit_with_parent() -> None:
+    """A pool worker holds both ends of its task pipe, so a daemon killed with SIGKILL
+    would leave it waiting forever. It watches its parent instead and exits with it."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _ingest_round(

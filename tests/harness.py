@@ -68,6 +68,7 @@ class DaemonProcess:
             stdout=log,
             stderr=log,
             cwd=str(REPO),
+            start_new_session=True,  # its own process group, as under a service manager
         )
         if wait:
             wait_for(self.ping, timeout=30)
@@ -119,6 +120,14 @@ class DaemonProcess:
         code = self.proc.returncode
         self.proc = None
         return code
+
+    def children(self) -> list[int]:
+        assert self.proc is not None
+        try:
+            text = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(x) for x in text.split()]
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(

@@ -301,7 +301,11 @@ def test_kill9_mid_backfill_then_restart_gives_exact_events(tmp_path: Path, daem
     d.start()
     wait_for(lambda: d.call("status")["events"] > 2000, timeout=120, interval=0.01)
     assert d.call("status")["state"] == "catching_up"
+    children = d.children()
+    assert (len(children) >= 1) == (worker == "worker")  # the pool (and its tracker)
     d.stop(signal.SIGKILL)
+    # Workers do not outlive a daemon killed with SIGKILL.
+    wait_for(lambda: not any(Path(f"/proc/{c}").exists() for c in children), timeout=10)
     d.start()
     d.wait_live(timeout=300)
     got = signature(all_events(d))

@@ -4,6 +4,7 @@ SIGTERM in the middle of a backfill losing and duplicating nothing."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -131,12 +132,15 @@ def test_sigterm_mid_backfill_then_restart_gives_exact_events(tmp_path: Path) ->
         wait_for(lambda: d.call("status")["events"] > 2000, timeout=120, interval=0.01)
         assert d.call("status")["state"] == "catching_up"
         assert d.proc is not None
+        assert d.children()  # the backfill worker is running
         t0 = time.monotonic()
-        d.proc.send_signal(signal.SIGTERM)
+        # As systemd stops a unit: SIGTERM to every process of the group, workers too.
+        os.killpg(d.proc.pid, signal.SIGTERM)
         assert d.proc.wait(5) == 0
         assert time.monotonic() - t0 < 5
         assert not d.socket_path.exists()  # closed and removed on the way out
         d.proc = None
+        assert '"backfill_worker_failed"' not in d.log()  # workers finished their rounds
         d.start()
         d.wait_live(timeout=300)
         assert signature(all_events(d)) == expected
