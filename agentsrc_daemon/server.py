@@ -317,8 +317,7 @@ class Server:
         conn.settimeout(SEND_TIMEOUT_S)
         try:
             last = 0
-            counts = reader.counts()
-            head = counts["events"]
+            head = reader.last_event_id()
             conn.sendall(_result_line(rid, {"subscribed": True, "last_id": head}))
             if since is not None:
                 last = since

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,7 @@ from .events import (
     key_digest,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 WRITER_CACHE_KIB = 8 * 1024
 
@@ -147,6 +147,12 @@ MIGRATIONS: list[str] = [
     CREATE INDEX events_commands ON events(id) WHERE kind = 'command';
     CREATE INDEX events_secrets ON events(id) WHERE kind = 'secret';
     CREATE INDEX events_sensitive ON events(id) WHERE kind = 'sensitive_read';
+    """,
+    # 2 -> 3: the number of events, kept as the rows go in. Ids have gaps (an ignored
+    # duplicate can use up an id), and COUNT(*) reads a whole index.
+    """
+    CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO counters(name, value) SELECT 'events', COUNT(*) FROM events;
     """,
 ]
 
@@ -491,6 +497,11 @@ class Store:
             tally: dict[str, _SessionTally] = {}
             inserted = self._insert_events(batch, tally)
             self._apply_tally(tally)
+            if inserted:
+                self.conn.execute(
+                    "UPDATE counters SET value = value + ? WHERE name = 'events'",
+                    (len(inserted),),
+                )
             for session_id, path in batch.session_sources:
                 src = self._source_ids.get(path)
                 if src is not None:
@@ -678,20 +689,6 @@ class Store:
                 args.append(sid)
                 self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
 
-    # ---- small writes outside batches ---------------------------------------------
-
-    def mark_gone(self, paths: Iterable[str]) -> None:
-        now = utc_now()
-        with self.lock, self.conn:
-            for p in paths:
-                self.conn.execute(
-                    "UPDATE sources SET gone_at=? WHERE path=? AND gone_at IS NULL", (now, p)
-                )
-
-    def max_event_id(self) -> int:
-        row = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
-        return int(row[0]) if row else 0
-
 
 # ---- the read side -------------------------------------------------------------------
 
@@ -754,7 +751,7 @@ class Reader:
         c = self.conn
         files = c.execute("SELECT COUNT(*) FROM sources WHERE gone_at IS NULL").fetchone()
         sessions = c.execute("SELECT COUNT(*) FROM sessions").fetchone()
-        events = c.execute("SELECT COALESCE(MAX(id),0) FROM events").fetchone()
+        events = c.execute("SELECT value FROM counters WHERE name = 'events'").fetchone()
         gone = c.execute("SELECT COUNT(*) FROM sources WHERE gone_at IS NOT NULL").fetchone()
         return {
             "files": int(files[0]) if files else 0,
@@ -765,6 +762,11 @@ class Reader:
 
     def event_count(self) -> int:
         row = self.conn.execute("SELECT COUNT(*) FROM events").fetchone()
+        return int(row[0]) if row else 0
+
+    def last_event_id(self) -> int:
+        """The newest event id (ids increase but have gaps: not a count)."""
+        row = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
         return int(row[0]) if row else 0
 
     def skipped_totals(self) -> dict[str, int]:
@@ -1198,7 +1200,6 @@ class Reader:
             "commands": int(commands[0] or 0) if commands else 0,
             "failed_commands": int(commands[1] or 0) if commands else 0,
         }
-
 
 
 # ---- file, command and finding queries (the read side of derive.py and scan.py) ----------
