@@ -43,7 +43,9 @@ from ..events import (
     line_key,
     session_key,
 )
+from .common import as_dict as _dict
 from .common import first_line as common_first_line
+from .common import nonempty_str as _str
 from .common import normalize_ts, summarize_input, text_of
 
 NAME = "claude-code"
@@ -125,12 +127,8 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _AGENT_FILE = re.compile(r"agent-([A-Za-z0-9_-]+)\.jsonl")
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any) -> int | None:

@@ -49,7 +49,10 @@ from ..events import (
     line_key,
     session_key,
 )
+from .common import as_dict as _dict
+from .common import nonempty_str as _str
 from .common import normalize_ts, summarize_input, text_of
+from .common import parse_arguments as _parse_arguments
 
 AGENT = "codex"
 
@@ -219,12 +222,8 @@ def _ensure_state(state: dict[str, Any], source_path: str) -> None:
 # --------------------------------------------------------------------------- small readers
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any) -> int | None:
@@ -478,18 +477,6 @@ def _on_compaction(line: _Line, source: str) -> None:
 # --------------------------------------------------------------------------- tools
 
 
-def _parse_arguments(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, dict):
-        return arguments
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        try:
-            parsed = orjson.loads(arguments)
-        except orjson.JSONDecodeError:
-            return {"raw": arguments}
-        return parsed if isinstance(parsed, dict) else {"raw": arguments}
-    return {"raw": arguments}
 
 
 def _written_contents(tool: str | None, tool_input: dict[str, Any]) -> list[tuple[str, str]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 # Tool-input fields that hold file content or patch text: never stored, only their size.
 CONTENT_FIELDS = frozenset(
     {
@@ -111,3 +113,29 @@ def first_line(text: str, limit: int = 120) -> str:
         if stripped:
             return stripped[:limit]
     return ""
+
+
+def nonempty_str(value: Any) -> str | None:
+    """``value`` when it is a non-empty string, else None (transcript fields are untyped)."""
+    return value if isinstance(value, str) and value else None
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """A function call's ``arguments``: a JSON object string (or, leniently, an object).
+    Anything else is kept whole as ``{"raw": ...}``."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return {"raw": raw}
+        return parsed if isinstance(parsed, dict) else {"raw": raw}
+    return {"raw": raw}

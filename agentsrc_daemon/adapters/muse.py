@@ -41,8 +41,10 @@ from ..events import (
     line_key,
     session_key,
 )
+from .common import as_dict as _dict
 from .common import first_line as common_first_line
-from .common import normalize_ts, summarize_input, text_of
+from .common import nonempty_str as _str
+from .common import normalize_ts, parse_arguments, summarize_input, text_of
 
 NAME = "muse"
 
@@ -72,12 +74,8 @@ MAX_TITLE_CHARS = 120
 _EPOCH = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _table(state: dict[str, Any], name: str) -> dict[str, Any]:
@@ -112,20 +110,6 @@ def map_tool(name: str | None, arguments: dict[str, Any]) -> tuple[str | None, d
     return TOOL_NAMES.get(name, name), arguments
 
 
-def parse_arguments(raw: Any) -> dict[str, Any]:
-    """A function_call's ``arguments``: a JSON object string (or, leniently, an object).
-    Anything else is kept whole as ``{"raw": ...}``."""
-    if isinstance(raw, dict):
-        return raw
-    if raw is None:
-        return {}
-    if isinstance(raw, str):
-        try:
-            parsed = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return {"raw": raw}
-        return parsed if isinstance(parsed, dict) else {"raw": raw}
-    return {"raw": raw}
 
 
 @dataclass(slots=True)
