@@ -39,6 +39,7 @@ from agentsrc_daemon.events import (
     line_key,
 )
 
+from adapter_lines import parse_lines_with, read_lines
 from corpus import corpus_home
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude" / "projects"
@@ -49,26 +50,10 @@ FIXTURE = FIXTURES / "-home-dev-demo" / f"{FIXTURE_SID}.jsonl"
 # -- helpers --------------------------------------------------------------------------
 
 
-def read_lines(path: Path) -> list[tuple[int, Any]]:
-    """(byte offset, decoded line) for every non-blank line, as the tail-reader gives them."""
-    out = []
-    offset = 0
-    for raw in path.read_bytes().splitlines(keepends=True):
-        if raw.strip():
-            out.append((offset, orjson.loads(raw)))
-        offset += len(raw)
-    return out
-
-
 def parse_lines(
     path: Path, lines: list[tuple[int, Any]], state: dict[str, Any] | None = None
 ) -> tuple[list[Record], dict[str, Any]]:
-    state = ADAPTER.initial_state(str(path)) if state is None else state
-    records: list[Record] = []
-    for offset, obj in lines:
-        if isinstance(obj, dict):  # non-object lines are the tail-reader's to skip
-            records += ADAPTER.parse(obj, offset, str(path), state)
-    return records, state
+    return parse_lines_with(ADAPTER, path, lines, state)
 
 
 def parse_file(path: Path) -> list[Record]:

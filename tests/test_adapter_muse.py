@@ -36,31 +36,18 @@ from agentsrc_daemon.events import (
     line_key,
 )
 
+from adapter_lines import parse_lines_with, read_lines
+
 AGENTS = Path(__file__).parent / "fixtures" / "muse" / "agents"
 SCOUT = AGENTS / "scout" / "sessions" / "scout.jsonl"
 HELPER = AGENTS / "helper" / "sessions" / "helper.jsonl"
 SENTINEL = "SUMMARY-SENTINEL-7f3a"
 
 
-def read_lines(path: Path) -> list[tuple[int, Any]]:
-    out = []
-    offset = 0
-    for raw in path.read_bytes().splitlines(keepends=True):
-        if raw.strip():
-            out.append((offset, orjson.loads(raw)))
-        offset += len(raw)
-    return out
-
-
 def parse_lines(
     path: Path, lines: list[tuple[int, Any]], state: dict[str, Any] | None = None
 ) -> tuple[list[Record], dict[str, Any]]:
-    state = ADAPTER.initial_state(str(path)) if state is None else state
-    records: list[Record] = []
-    for offset, obj in lines:
-        if isinstance(obj, dict):  # non-object lines (the fixture has a null) are skipped
-            records += ADAPTER.parse(obj, offset, str(path), state)
-    return records, state
+    return parse_lines_with(ADAPTER, path, lines, state)
 
 
 def events(records: list[Record], kind: str | None = None) -> list[Event]:
