@@ -66,7 +66,6 @@ class FileRound:
 
     path: str
     bytes: int = 0
-    events: int = 0
     reset: str | None = None
     more: bool = False
     gone: bool = False
@@ -177,7 +176,6 @@ class Ingestor:
             log.info("source_reset", path=spec.path, reason=result.reset)
         rnd.bytes = max(0, cursor.offset - (0 if result.reset else start_offset))
         self._finish(produced, sessions_seen, spec.path, batch)
-        rnd.events = len(produced)
         if not result.gone:  # a vanished file's cursor is saved by ingest() (gone_at)
             batch.cursors[spec.path] = cursor
         return rnd
@@ -285,7 +283,6 @@ class Ingestor:
         for rec in records:
             self._route(rec, spec.path, "\0", 0, produced, sessions_seen, batch)
         self._finish(produced, sessions_seen, spec.path, batch)
-        rnd.events = len(produced)
         return rnd
 
     def _ingest_memory(self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch) -> FileRound:

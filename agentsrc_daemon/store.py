@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -237,9 +236,6 @@ class Batch:
     project_roots: dict[str, str] = field(default_factory=dict)  # session_id -> root
     rows: list[Row] = field(default_factory=list)  # prepared events (see prepare())
 
-    def __len__(self) -> int:
-        return len(self.events) + len(self.rows) + len(self.sessions) + len(self.turns)
-
     def empty(self) -> bool:
         return not (
             self.events
@@ -389,7 +385,6 @@ class Store:
         for suffix in ("", "-wal", "-shm"):
             _secure_file(Path(str(db_path) + suffix))
         self._source_ids: dict[str, int] = {}
-        self.lock = threading.Lock()
 
     def close(self) -> None:
         self.conn.close()
@@ -474,7 +469,7 @@ class Store:
         ignored as already known); ``Inserted.rows()`` shapes it for subscribers."""
         if batch.events:
             prepare(batch)
-        with self.lock, self.conn:
+        with self.conn:
             for cursor in batch.cursors.values():
                 self._source_id(cursor)
             for facts in coalesce_facts(batch.sessions):
@@ -999,7 +994,6 @@ class Reader:
             extra_args=args,
         )
 
-
     def commands(
         self,
         *,
@@ -1033,7 +1027,6 @@ class Reader:
             extra_where=where,
             extra_args=args,
         )
-
 
     def documents(self) -> list[dict[str, Any]]:
         """Memory files (Codex AGENTS.md and memories/, Claude project memory/): what
