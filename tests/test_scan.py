@@ -28,20 +28,12 @@ from agentsrc_daemon.scan import (
     load_or_create_hash_key,
 )
 
+from fake_secrets import fragments as _j
+
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
 
 
-def _j(*parts: str) -> str:
-    """Join the fragments of a fake secret.
-
-    The fake secrets below are written as fragments, joined at run time, so that no
-    secret-shaped string appears in the source: secret scanners (GitHub push protection,
-    detect-secrets, tests/test_repo_has_no_secrets.py) cannot tell a fake token from a real
-    one. Each vendor prefix is split, and high-entropy runs are cut into pieces of at most
-    8 characters (below detect-secrets' entropy limits). The joined values are what the
-    tests have always used."""
-    return "".join(parts)
 
 
 # Fake secrets in shapes detect-secrets accepts (none is real; see _j).

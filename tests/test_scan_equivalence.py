@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from agentsrc_daemon.scan import Finding, SecretScanner
 
 from corpus import corpus_files
+from fake_secrets import fragments as _j
 
 KEY = bytes(range(32))
 
@@ -31,16 +32,6 @@ def _b64url(obj: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _j(*parts: str) -> str:
-    """Join the fragments of a fake secret.
-
-    The fake secrets below are written as fragments, joined at run time, so that no
-    secret-shaped string appears in the source: secret scanners (GitHub push protection,
-    detect-secrets, tests/test_repo_has_no_secrets.py) cannot tell a fake token from a real
-    one. Each vendor prefix is split, and high-entropy runs are cut into pieces of at most
-    8 characters (below detect-secrets' entropy limits). The joined values are what the
-    tests have always used."""
-    return "".join(parts)
 
 
 # Fake secrets, written for these tests in the shapes detect-secrets' plugins accept
