@@ -23,14 +23,16 @@ from typing import Any
 
 import structlog
 
-from . import __version__, rpc, sources
+from . import __version__
 from .config import Config, load_config
-from .ingest import FileRound, Ingestor
-from .notify import Notifier
-from .server import Hub, Server
+from .ingest import sources
+from .ingest.round import FileRound, Ingestor
+from .ingest.watch import DirtySet, Watcher
+from .ingest.workers import BackfillPool, min_backlog_bytes, worker_count
+from .rpc import methods as rpc
+from .rpc.transport import Hub, Server
 from .store import Batch, Reader, Store
-from .watch import DirtySet, Watcher
-from .workers import BackfillPool, min_backlog_bytes, worker_count
+from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
 
@@ -134,7 +136,7 @@ class Daemon:
         self._lock_fd = fd
 
     def _build_ingestor(self) -> Ingestor:
-        from .wiring import build_stages
+        from .ingest.stages import build_stages
 
         derive, scan, project_root_for, scan_state = build_stages(self.cfg)
         self.scan_state = scan_state
@@ -175,7 +177,7 @@ class Daemon:
             log.warning("secret_scanning_off", detail="content is not scanned for secrets")
 
     def _extra_methods(self) -> dict[str, rpc.Handler]:
-        from .wiring import extra_methods
+        from .ingest.stages import extra_methods
 
         return extra_methods(self.cfg)
 

@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentsrc_daemon.scan import SecretScanner  # noqa: E402
+from agentsrc_daemon.secrets.engine import SecretScanner  # noqa: E402
 
 # Opaque blobs the daemon never scans (encrypted reasoning, thinking signatures).
 SKIPPED_KEYS = frozenset({"encrypted_content", "signature"})

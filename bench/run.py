@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from agentsrc_daemon.client import Client, DaemonNotRunning  # noqa: E402
+from agentsrc_daemon.rpc.client import Client, DaemonNotRunning  # noqa: E402
 
 from replicate import replicate  # noqa: E402
 

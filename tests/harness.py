@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentsrc_daemon.client import Client, DaemonNotRunning
+from agentsrc_daemon.rpc.client import Client, DaemonNotRunning
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from agentsrc_daemon.derive import Deriver, derive, shell_invocation
+from agentsrc_daemon.derive.derive import Deriver, derive, shell_invocation
+from agentsrc_daemon.derive.projects import (
+    ProjectRoots,
+    find_project_root,
+    is_external,
+    path_match_key,
+    relative_to_project,
+    resolve_path,
+)
 from agentsrc_daemon.events import (
     COMMAND,
     EDIT,
@@ -18,14 +26,6 @@ from agentsrc_daemon.events import (
     TOOL_RESULT,
     Event,
     SessionFacts,
-)
-from agentsrc_daemon.projects import (
-    ProjectRoots,
-    find_project_root,
-    is_external,
-    path_match_key,
-    relative_to_project,
-    resolve_path,
 )
 
 HOME = "/home/me"

@@ -17,11 +17,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from agentsrc_daemon import doctor
+from agentsrc_daemon.cli.service import register
 from agentsrc_daemon.config import Config
-from agentsrc_daemon.doctor import Check, run_checks
-from agentsrc_daemon.service import ServiceStatus
-from agentsrc_daemon.service_cli import register
+from agentsrc_daemon.system import doctor
+from agentsrc_daemon.system.doctor import Check, run_checks
+from agentsrc_daemon.system.service import ServiceStatus
 
 UID = os.geteuid()
 
@@ -456,13 +456,13 @@ def test_daemon_not_answering(setup: Setup) -> None:
 
 def test_daemon_client_missing(setup: Setup) -> None:
     def no_client(cfg: Config) -> Any:
-        raise ImportError("No module named 'agentsrc_daemon.client'")
+        raise ImportError("No module named 'agentsrc_daemon.rpc.client'")
 
     setup.ask = no_client
     assert_fails(
         setup.checks(),
         "daemon",
-        "cannot ask the daemon: no client in this build (No module named 'agentsrc_daemon.client')",
+        "cannot ask the daemon: no client in this build (No module named 'agentsrc_daemon.rpc.client')",
         None,
     )
 

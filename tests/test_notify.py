@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsrc_daemon.notify import Notifier, watchdog_interval
+from agentsrc_daemon.system.notify import Notifier, watchdog_interval
 
 
 class Listener:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentsrc_daemon.patch import PatchFile, parse_patch, patch_text_of
-from agentsrc_daemon.shellparse import argv_to_script, parse_command
+from agentsrc_daemon.derive.patch import PatchFile, parse_patch, patch_text_of
+from agentsrc_daemon.derive.shellparse import argv_to_script, parse_command
 
 from corpus import corpus_home
 

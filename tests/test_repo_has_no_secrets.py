@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsrc_daemon.scan import SecretScanner
+from agentsrc_daemon.secrets.engine import SecretScanner
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +84,7 @@ def test_no_tracked_file_holds_a_vendor_token(
     repository_scan: tuple[list[str], Counter[tuple[str, str]]],
 ) -> None:
     scanned, hits = repository_scan
-    assert "agentsrc_daemon/scan.py" in scanned  # the listing is not empty or elsewhere
+    assert "agentsrc_daemon/secrets/engine.py" in scanned  # the listing is not empty or elsewhere
     problems = sorted(
         f"{path}: {type_}"
         for (path, type_), count in hits.items()

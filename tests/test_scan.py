@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from detect_secrets.settings import get_settings, transient_settings
 
-from agentsrc_daemon import scan_prefilter
 from agentsrc_daemon.config import ConfigError
-from agentsrc_daemon.scan import (
+from agentsrc_daemon.secrets import prefilter as scan_prefilter
+from agentsrc_daemon.secrets.engine import (
     BUILTIN_SENSITIVE_PATHS,
     HASH_KEY_FILE,
     Finding,

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentsrc_daemon.scan import Finding, SecretScanner
+from agentsrc_daemon.secrets.engine import Finding, SecretScanner
 
 from corpus import corpus_files
 from fake_secrets import fragments as _j

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 import pytest
 
-from agentsrc_daemon.scan import SecretScanner
+from agentsrc_daemon.secrets.engine import SecretScanner
 
 from harness import DaemonProcess, wait_for
 

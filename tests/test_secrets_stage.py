@@ -8,8 +8,8 @@ from pathlib import Path
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.config import ScanConfig
-from agentsrc_daemon.scan import SecretScanner
-from agentsrc_daemon.secrets_stage import SecretStage
+from agentsrc_daemon.secrets.engine import SecretScanner
+from agentsrc_daemon.secrets.stage import SecretStage
 
 # A fake key assembled at run time (see tests/test_scan.py for why).
 FAKE_AWS = "AK" + "IA" + "Q7RZ3KX9" + "PLM2VNBX"

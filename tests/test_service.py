@@ -22,9 +22,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from agentsrc_daemon import service
+from agentsrc_daemon.cli.service import register
 from agentsrc_daemon.config import Config, ConfigError, load_config
-from agentsrc_daemon.service import (
+from agentsrc_daemon.system import service
+from agentsrc_daemon.system.service import (
     LAUNCHD_LABEL,
     UNIT_NAME,
     ServiceError,
@@ -40,7 +41,6 @@ from agentsrc_daemon.service import (
     systemd_quote,
     uninstall,
 )
-from agentsrc_daemon.service_cli import register
 
 STUBS = Path(__file__).resolve().parent / "stubs"
 UID = 1000

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsrc_daemon.projects import resolve_path
-from agentsrc_daemon.shellparse import argv_to_script, parse_command, shell_script_of_argv
+from agentsrc_daemon.derive.projects import resolve_path
+from agentsrc_daemon.derive.shellparse import argv_to_script, parse_command, shell_script_of_argv
 
 HOME = "/home/u"
 W = "/w"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from watchdog.observers.api import BaseObserver
 
-from agentsrc_daemon import watch
+from agentsrc_daemon.ingest import watch
 
 
 def test_enospc_falls_back_to_polling_and_still_sees_appends(

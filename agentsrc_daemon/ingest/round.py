@@ -16,10 +16,11 @@ from typing import Any, Protocol
 import orjson
 import structlog
 
+from ..adapters import Adapter
+from ..events import Drift, Event, SessionFacts, TurnFacts
+from ..store import Batch, DocumentFacts, utc_now
 from . import sources, tail
-from .adapters import Adapter
-from .events import Drift, Event, SessionFacts, TurnFacts
-from .store import Batch, Cursor, DocumentFacts, utc_now
+from .cursor import Cursor
 
 log = structlog.get_logger("agentsrc.ingest")
 

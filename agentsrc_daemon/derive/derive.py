@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .adapters.common import summarize_input
-from .events import COMMAND, EDIT, READ, TOOL_CALL, TOOL_RESULT, Event, SessionFacts, derived_event
+from ..adapters.common import summarize_input
+from ..events import COMMAND, EDIT, READ, TOOL_CALL, TOOL_RESULT, Event, SessionFacts, derived_event
 from .patch import MOVE, parse_patch, patch_text_of
 from .projects import is_external, is_windows_path, relative_to_project, resolve_path
 from .shellparse import (

@@ -30,7 +30,7 @@ from typing import Any
 import apsw
 
 from agentsrc_daemon.config import Config
-from agentsrc_daemon.service import (
+from agentsrc_daemon.system.service import (
     ServiceError,
     ServiceStatus,
     ServiceTarget,
@@ -338,7 +338,7 @@ def check_integrity(cfg: Config) -> Check | None:
 
 def ask_daemon_status(cfg: Config) -> Any:
     """The daemon's answer to "status" over its socket (the lead's client module)."""
-    module = importlib.import_module("agentsrc_daemon.client")
+    module = importlib.import_module("agentsrc_daemon.rpc.client")
     client = module.Client(cfg.socket_path, timeout=DAEMON_TIMEOUT)
     try:
         return client.call("status", {})

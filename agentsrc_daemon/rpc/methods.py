@@ -8,9 +8,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .events import AGENTS, EVENT_KINDS
-from .server import INVALID_PARAMS, Handler, RpcError
-from .store import Reader
+from ..events import AGENTS, EVENT_KINDS
+from ..store import Reader
+from .transport import INVALID_PARAMS, Handler, RpcError
 
 MAX_LIMIT = 10_000
 

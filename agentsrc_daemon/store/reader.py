@@ -23,8 +23,7 @@ from typing import Any, Final
 import apsw
 import orjson
 
-from .cursor import Cursor
-from .events import (
+from ..events import (
     COMPACTION,
     ERROR,
     MESSAGE,
@@ -37,6 +36,7 @@ from .events import (
     TurnFacts,
     key_digest,
 )
+from ..ingest.cursor import Cursor
 
 SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000

@@ -15,9 +15,9 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from agentsrc_daemon import doctor
 from agentsrc_daemon.config import Config, ConfigError
-from agentsrc_daemon.service import (
+from agentsrc_daemon.system import doctor
+from agentsrc_daemon.system.service import (
     Outcome,
     ServiceError,
     ServiceStatus,

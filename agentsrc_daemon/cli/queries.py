@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 
-from .cli_output import call, emit_json, print_table, short
-from .config import Config
+from ..config import Config
+from .output import call, emit_json, print_table, short
 
 
 def register(app: typer.Typer, get_config: Callable[[], Config]) -> None:

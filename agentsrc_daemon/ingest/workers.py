@@ -21,10 +21,11 @@ from concurrent.futures.process import BrokenProcessPool
 
 import structlog
 
+from ..config import Config
+from ..store import Batch, prepare
 from . import sources
-from .config import Config
-from .ingest import FileRound, Ingestor
-from .store import Batch, Cursor, prepare
+from .cursor import Cursor
+from .round import FileRound, Ingestor
 
 log = structlog.get_logger("agentsrc.workers")
 
@@ -45,7 +46,7 @@ def _init_worker(cfg: Config, log_level: str, json_logs: bool | None) -> None:
     global _worker_ingestor
     import signal
 
-    from .logs import configure
+    from ..logs import configure
 
     # A service manager's stop (or Ctrl-C in a terminal) signals the whole process group.
     # The daemon decides when its workers end: it finishes and commits the rounds in their
@@ -53,7 +54,7 @@ def _init_worker(cfg: Config, log_level: str, json_logs: bool | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent()
-    from .wiring import build_stages
+    from .stages import build_stages
 
     configure(log_level, json_logs)
     derive, scan, project_root_for, _ = build_stages(cfg)

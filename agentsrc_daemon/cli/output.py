@@ -8,8 +8,8 @@ from typing import Any, NoReturn
 import orjson
 import typer
 
-from .client import Client, DaemonNotRunning, RemoteError
-from .config import Config
+from ..config import Config
+from ..rpc.client import Client, DaemonNotRunning, RemoteError
 
 EXIT_FAILED = 1
 EXIT_BAD_REQUEST = 2

@@ -12,17 +12,17 @@ from typing import Any
 import orjson
 import typer
 
-from .cli_output import (
+from ..config import Config, ConfigError, load_config
+from ..rpc.client import Client, DaemonNotRunning, RemoteError
+from .output import (
     EXIT_BAD_REQUEST,
     EXIT_NOT_RUNNING,
     emit_json,
     fail,
     print_table,
 )
-from .cli_output import call as call_daemon
-from .cli_output import short as _short
-from .client import Client, DaemonNotRunning, RemoteError
-from .config import Config, ConfigError, load_config
+from .output import call as call_daemon
+from .output import short as _short
 
 app = typer.Typer(
     add_completion=False,
@@ -69,8 +69,8 @@ def run(
     json_logs: bool | None = typer.Option(None, "--json-logs/--console-logs", help="Log format (default: JSON unless stderr is a TTY)."),
 ) -> None:
     """Run the daemon in the foreground (what the service manager runs)."""
-    from .daemon import AlreadyRunning, Daemon
-    from .logs import configure
+    from ..daemon import AlreadyRunning, Daemon
+    from ..logs import configure
 
     configure(log_level, json_logs)
     flags = {"codex_root": codex_root, "claude_root": claude_root, "muse_root": muse_root}
@@ -278,7 +278,7 @@ def _register_extensions() -> None:
     """Commands from the other feature modules (file queries, findings, service)."""
     from importlib import import_module
 
-    for name in ("agentsrc_daemon.query_cli", "agentsrc_daemon.service_cli"):
+    for name in ("agentsrc_daemon.cli.queries", "agentsrc_daemon.cli.service"):
         try:
             module = import_module(name)
         except ImportError:

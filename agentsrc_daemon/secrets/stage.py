@@ -28,8 +28,8 @@ from typing import Any
 
 import structlog
 
-from .config import ScanConfig
-from .events import (
+from ..config import ScanConfig
+from ..events import (
     COMMAND,
     DIRECTIVE,
     ERROR,
@@ -44,7 +44,7 @@ from .events import (
     derived_event,
     key_digest,
 )
-from .scan import (
+from .engine import (
     Finding,
     SecretScanner,
     is_excluded_path,

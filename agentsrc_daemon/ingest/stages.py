@@ -8,11 +8,11 @@ from typing import Any
 
 import structlog
 
-from .config import Config
-from .derive import Deriver
-from .ingest import DeriveStage, ScanStage
-from .projects import ProjectRoots
-from .server import Handler
+from ..config import Config
+from ..derive.derive import Deriver
+from ..derive.projects import ProjectRoots
+from ..rpc.transport import Handler
+from .round import DeriveStage, ScanStage
 
 log = structlog.get_logger("agentsrc.wiring")
 
@@ -25,8 +25,8 @@ def build_stages(
     scan_state: dict[str, Any] = {"enabled": False}
     stage: ScanStage | None = None
     if cfg.scan.enabled:
-        from .scan import SecretScanner, load_or_create_hash_key
-        from .secrets_stage import SecretStage
+        from ..secrets.engine import SecretScanner, load_or_create_hash_key
+        from ..secrets.stage import SecretStage
 
         scanner = SecretScanner(
             cfg.scan.plugins or None,

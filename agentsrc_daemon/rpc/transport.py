@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 import structlog
 
-from .store import Reader
+from ..store import Reader
 
 log = structlog.get_logger("agentsrc.server")
 

@@ -41,7 +41,7 @@ LAUNCHD_LABEL = "dev.agentsrc.daemon"
 PLATFORM_ENV = "AGENTSRC_SERVICE_PLATFORM"
 COMMAND_TIMEOUT = 30.0  # seconds; systemctl waits for the start job of `enable --now`
 
-SOURCE_ROOT = Path(__file__).resolve().parents[1]
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the repository (templates beside the package)
 SYSTEMD_TEMPLATE_PATH = SOURCE_ROOT / "systemd" / UNIT_NAME
 LAUNCHD_TEMPLATE_PATH = SOURCE_ROOT / "launchd" / f"{LAUNCHD_LABEL}.plist"
 

@@ -1,0 +1,5 @@
+"""``python -m agentsrc_daemon.cli``: the same as the ``agentsrc`` command."""
+
+from . import main
+
+main()

@@ -1,0 +1,1 @@
+"""Derivation: reads, edits and commands from tool calls (pure), and project roots."""

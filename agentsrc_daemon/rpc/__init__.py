@@ -1,0 +1,1 @@
+"""The socket: JSON-RPC transport, the methods, and a client."""

@@ -1,0 +1,1 @@
+"""Secret scanning: the engine (detect-secrets behind a prefilter) and the scan stage."""

@@ -1,0 +1,1 @@
+"""The host: user-service install (systemd, launchd), sd_notify, health checks."""
