@@ -26,9 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agentsrc_daemon.secrets.engine import SecretScanner  # noqa: E402
+from agentsrc_daemon.secrets.engine import SecretScanner
 
 # Opaque blobs the daemon never scans (encrypted reasoning, thinking signatures).
 SKIPPED_KEYS = frozenset({"encrypted_content", "signature"})

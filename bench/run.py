@@ -27,13 +27,11 @@ from typing import Any
 
 import orjson
 
+from agentsrc_daemon.rpc.client import Client, DaemonNotRunning
+
+from replicate import replicate  # bench/ is this script's own directory: on the path
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-from agentsrc_daemon.rpc.client import Client, DaemonNotRunning  # noqa: E402
-
-from replicate import replicate  # noqa: E402
 
 CORPUS = Path(
     os.environ.get("AGENTSRC_CORPUS", REPO.parent / "shared" / "corpus" / "home")

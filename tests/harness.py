@@ -10,9 +10,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import orjson
 
 from agentsrc_daemon.rpc.client import Client, DaemonNotRunning
 
@@ -157,3 +160,64 @@ def all_events(d: DaemonProcess, **params: Any) -> list[dict[str, Any]]:
             if not page["next_since_id"]:
                 return out
             since = page["next_since_id"]
+
+
+class DaemonFactory(Protocol):
+    """The ``daemon_factory`` fixture: a daemon (not started) on a home, stopped and
+    removed at the end of the test."""
+
+    def __call__(self, home: Path | None = None, **env: str) -> DaemonProcess: ...
+
+
+# ---- small Claude Code transcripts for live-tailing tests ----------------------------------
+
+SID = "11111111-2222-3333-4444-555555555555"
+
+
+def claude_line(uuid: str, kind: str = "user", text: str = "hello", **extra: Any) -> bytes:
+    rec: dict[str, Any] = {
+        "type": kind,
+        "sessionId": SID,
+        "uuid": uuid,
+        "parentUuid": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": "/work/proj",
+        "version": "2.1.0",
+        "isSidechain": False,
+    }
+    if kind == "user":
+        rec["message"] = {"role": "user", "content": text}
+    else:
+        rec["message"] = {
+            "id": f"msg_{uuid}",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 3, "output_tokens": 4},
+        }
+    rec.update(extra)
+    return orjson.dumps(rec) + b"\n"
+
+
+def claude_session(home: Path) -> Path:
+    d = home / ".claude" / "projects" / "-work-proj"
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f"{SID}.jsonl"
+
+
+def signature(events: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
+    """What identifies an event independent of its id (ids depend on commit order)."""
+    return Counter(
+        (
+            e["session_id"],
+            e["kind"],
+            e["source_path"],
+            e["offset"],
+            e["tool"],
+            e["call_id"],
+            e["ts"],
+            e.get("subagent_id"),
+            e.get("text"),
+        )
+        for e in events
+    )

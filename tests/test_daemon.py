@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 from collections import Counter
@@ -17,85 +16,24 @@ import orjson
 import pytest
 
 from corpus import corpus_home
-from harness import DaemonProcess, all_events, copy_tree, wait_for
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from replicate import replicate  # noqa: E402
+from harness import (
+    SID,
+    DaemonFactory,
+    all_events,
+    claude_line,
+    claude_session,
+    copy_tree,
+    signature,
+    wait_for,
+)
+from replicate import replicate
 
 pytestmark = pytest.mark.slow
-
-SID = "11111111-2222-3333-4444-555555555555"
-
-
-def claude_line(uuid: str, kind: str = "user", text: str = "hello", **extra: Any) -> bytes:
-    rec: dict[str, Any] = {
-        "type": kind,
-        "sessionId": SID,
-        "uuid": uuid,
-        "parentUuid": None,
-        "timestamp": "2026-01-01T00:00:00.000Z",
-        "cwd": "/work/proj",
-        "version": "2.1.0",
-        "isSidechain": False,
-    }
-    if kind == "user":
-        rec["message"] = {"role": "user", "content": text}
-    else:
-        rec["message"] = {
-            "id": f"msg_{uuid}",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": 3, "output_tokens": 4},
-        }
-    rec.update(extra)
-    return orjson.dumps(rec) + b"\n"
-
-
-def claude_session(home: Path) -> Path:
-    d = home / ".claude" / "projects" / "-work-proj"
-    d.mkdir(parents=True, exist_ok=True)
-    return d / f"{SID}.jsonl"
-
-
-@pytest.fixture()
-def daemon_factory(tmp_path: Path):  # type: ignore[no-untyped-def]
-    made: list[DaemonProcess] = []
-
-    def make(home: Path | None = None, **env: str) -> DaemonProcess:
-        h = home or (tmp_path / "home")
-        h.mkdir(parents=True, exist_ok=True)
-        d = DaemonProcess(h, env=env)
-        made.append(d)
-        return d
-
-    yield make
-    for d in made:
-        d.cleanup()
-
-
-def signature(events: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
-    """What identifies an event independent of its id (ids depend on commit order)."""
-    return Counter(
-        (
-            e["session_id"],
-            e["kind"],
-            e["source_path"],
-            e["offset"],
-            e["tool"],
-            e["call_id"],
-            e["ts"],
-            e.get("subagent_id"),
-            e.get("text"),
-        )
-        for e in events
-    )
-
 
 # ---- the corpus ---------------------------------------------------------------------------
 
 
-def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFactory) -> None:
     home = tmp_path / "home"
     copy_tree(corpus_home(), home)
     d = daemon_factory(home).start()
@@ -128,7 +66,7 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory) -> None: 
 # ---- live tailing ---------------------------------------------------------------------------
 
 
-def test_appended_line_arrives_on_subscribe(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_appended_line_arrives_on_subscribe(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     f = claude_session(d.home)
     f.write_bytes(claude_line("u1", text="first"))
@@ -162,7 +100,7 @@ def test_appended_line_arrives_on_subscribe(daemon_factory) -> None:  # type: ig
     assert prompts[0]["session_id"] == f"claude-code:{SID}"
 
 
-def test_subscribe_since_id_replays_without_gap(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_subscribe_since_id_replays_without_gap(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     f = claude_session(d.home)
     f.write_bytes(b"".join(claude_line(f"u{i}", text=f"p{i}") for i in range(5)))
@@ -182,7 +120,7 @@ def test_subscribe_since_id_replays_without_gap(daemon_factory) -> None:  # type
     assert got == [e["id"] for e in evs[2:]]
 
 
-def test_partial_line_ingested_once_completed(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_partial_line_ingested_once_completed(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     f = claude_session(d.home)
     full = claude_line("u1", text="whole")
@@ -199,7 +137,7 @@ def test_partial_line_ingested_once_completed(daemon_factory) -> None:  # type: 
     assert [(p["offset"], p["text"]) for p in prompts] == [(0, "whole")]
 
 
-def test_truncated_and_replaced_files_are_reread_without_duplicates(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_truncated_and_replaced_files_are_reread_without_duplicates(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     f = claude_session(d.home)
     lines = [claude_line("u1", text="one"), claude_line("a1", "assistant", "reply")]
@@ -227,7 +165,7 @@ def test_truncated_and_replaced_files_are_reread_without_duplicates(daemon_facto
     assert srcs[str(f)]["generation"] == 2
 
 
-def test_root_created_after_start_is_picked_up(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_root_created_after_start_is_picked_up(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     d.start()
     st = d.wait_live()
@@ -240,7 +178,7 @@ def test_root_created_after_start_is_picked_up(daemon_factory) -> None:  # type:
     assert [e["text"] for e in all_events(d, kinds=["prompt"])] == ["late"]
 
 
-def test_deleted_source_keeps_events_and_shows_gone(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_deleted_source_keeps_events_and_shows_gone(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     f = claude_session(d.home)
     f.write_bytes(claude_line("u1", text="kept"))
@@ -256,7 +194,7 @@ def test_deleted_source_keeps_events_and_shows_gone(daemon_factory) -> None:  # 
     assert s["sources"][0]["gone"] is True and s["prompts"] == 1
 
 
-def test_bad_lines_and_huge_line_are_counted_not_fatal(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_bad_lines_and_huge_line_are_counted_not_fatal(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory(AGENTSRC_MAX_LINE_BYTES="65536")
     f = claude_session(d.home)
     f.write_bytes(
@@ -284,7 +222,9 @@ def _replicated_home(tmp_path: Path, copies: int) -> Path:
 
 
 @pytest.mark.parametrize("worker", ["no-worker", "worker"])
-def test_kill9_mid_backfill_then_restart_gives_exact_events(tmp_path: Path, daemon_factory, worker: str) -> None:  # type: ignore[no-untyped-def]
+def test_kill9_mid_backfill_then_restart_gives_exact_events(
+    tmp_path: Path, daemon_factory: DaemonFactory, worker: str
+) -> None:
     home = _replicated_home(tmp_path, 3)
     # The reference run is single-process; the killed run uses a backfill worker when
     # asked to (forced on for this small backlog), so both paths are checked against it.
@@ -340,7 +280,7 @@ def _raw(sock_path: Path, payload: bytes) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in data.splitlines() if line.strip()]
 
 
-def test_bad_requests_get_errors_and_the_daemon_keeps_serving(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_bad_requests_get_errors_and_the_daemon_keeps_serving(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     d.start()
     d.wait_live()
@@ -372,7 +312,7 @@ def test_bad_requests_get_errors_and_the_daemon_keeps_serving(daemon_factory) ->
     assert replies[-1]["id"] == 9 and replies[-1]["result"]["state"] == "live"
 
 
-def test_socket_and_database_are_private(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_socket_and_database_are_private(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     d.start()
     d.wait_live()
@@ -382,7 +322,7 @@ def test_socket_and_database_are_private(daemon_factory) -> None:  # type: ignor
     assert os.stat(d.data_dir / "agentsrc.db").st_mode & 0o777 == 0o600
 
 
-def test_second_daemon_refuses_and_stale_socket_is_replaced(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_second_daemon_refuses_and_stale_socket_is_replaced(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     d.start()
     d.wait_live()
@@ -395,7 +335,7 @@ def test_second_daemon_refuses_and_stale_socket_is_replaced(daemon_factory) -> N
     assert d.wait_live()["state"] == "live"
 
 
-def test_cli_json_contract(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_cli_json_contract(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     f = claude_session(d.home)
     f.write_bytes(claude_line("u1", text="hello") + claude_line("a1", "assistant", "hi"))
@@ -420,14 +360,14 @@ def test_cli_json_contract(daemon_factory) -> None:  # type: ignore[no-untyped-d
     assert [orjson.loads(x)["id"] for x in tailed] == [evs[0]["id"], evs[1]["id"]]
 
 
-def test_cli_says_when_daemon_is_not_running(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_cli_says_when_daemon_is_not_running(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     r = d.cli("status", check=False)
     assert r.returncode == 3
     assert "not running" in r.stderr
 
 
-def test_memory_files_are_tracked_as_documents_without_content(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_memory_files_are_tracked_as_documents_without_content(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     codex = d.home / ".codex"
     (codex / "memories").mkdir(parents=True)
@@ -461,7 +401,7 @@ def test_memory_files_are_tracked_as_documents_without_content(daemon_factory) -
     assert b"prefers pytest" not in db and b"careful" not in db
 
 
-def test_slow_subscriber_is_dropped_with_a_notice_and_ingest_goes_on(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_slow_subscriber_is_dropped_with_a_notice_and_ingest_goes_on(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     f = claude_session(d.home)
     f.write_bytes(claude_line("u0", text="start"))
@@ -494,7 +434,7 @@ def test_slow_subscriber_is_dropped_with_a_notice_and_ingest_goes_on(daemon_fact
     assert received < n  # it really fell behind
 
 
-def test_big_line_deferred_by_the_backfill_worker_is_read_at_the_end(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+def test_big_line_deferred_by_the_backfill_worker_is_read_at_the_end(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory(AGENTSRC_WORKERS="1", AGENTSRC_WORKER_MIN_BACKLOG="1")
     f = claude_session(d.home)
     big_text = "y" * (6 << 20)  # over the 4 MiB big-line mark, under the 64 MiB cap

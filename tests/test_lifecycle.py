@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import sys
 import time
 from pathlib import Path
 
@@ -15,11 +14,8 @@ import orjson
 import pytest
 
 from corpus import corpus_home
-from harness import DaemonProcess, all_events, wait_for
-from test_daemon import claude_line, claude_session, signature
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from replicate import replicate  # noqa: E402
+from harness import DaemonProcess, all_events, claude_line, claude_session, signature, wait_for
+from replicate import replicate
 
 pytestmark = pytest.mark.slow
 
