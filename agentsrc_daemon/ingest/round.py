@@ -19,7 +19,7 @@ import structlog
 from ..adapters import Adapter
 from ..events import Drift, Event, SessionFacts, TurnFacts
 from ..store import Batch, DocumentFacts, utc_now
-from . import sources, tail
+from . import fingerprint, sources, tail
 from .cursor import Cursor
 
 log = structlog.get_logger("agentsrc.ingest")
@@ -255,7 +255,7 @@ class Ingestor:
         if data is None:
             cursor.skipped[tail.OVERSIZE] = cursor.skipped.get(tail.OVERSIZE, 0) + 1
             return rnd
-        digest = tail._hash(data)
+        digest = fingerprint.content_hash(data)
         if digest == cursor.head_hash:
             return rnd
         cursor.head_hash = digest

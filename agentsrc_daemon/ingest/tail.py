@@ -2,10 +2,10 @@
 
 * Only newline-terminated lines are consumed; a trailing partial line waits for its
   newline (the offset never moves past it, so a crash cannot lose it).
-* The file's identity is checked before every read: a different (device, inode), a size
-  below the offset (truncation) or a changed first bytes (a rewritten prefix, or a new
-  file that reused a deleted file's inode) resets the cursor to 0. Re-reading does not
-  duplicate: event keys are deterministic.
+* The file's identity is checked before every read (see fingerprint.py): a different
+  (device, inode), a size below the offset (truncation) or a changed first bytes (a
+  rewritten prefix, or a new file that reused a deleted file's inode) resets the cursor
+  to 0. Re-reading does not duplicate: event keys are deterministic.
 * Memory is bounded: the file is read in chunks; a line longer than ``max_line_bytes``
   is skipped (and counted) without ever being held whole, even across restarts.
 * Bad lines are counted per reason and skipped: empty, malformed JSON, invalid UTF-8,
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import orjson
 
 from .cursor import Cursor
+from .fingerprint import identity_change, refresh_head, reset_cursor
 
-HEAD_BYTES = 4096  # how much of the file's start identifies it
 CHUNK_BYTES = 1 << 20
 BIG_LINE_BYTES = 4 << 20  # lines over this are released from the buffer before parsing
 
@@ -50,37 +50,11 @@ class Line:
 
 @dataclass(slots=True)
 class ReadResult:
-    reset: str | None = None  # why the cursor went back to 0: replaced | truncated | rewritten
+    reset: str | None = None  # why the cursor went back to 0 (fingerprint.REPLACED...)
     more: bool = False  # the budget ran out before EOF
     gone: bool = False
     changed: bool = False  # anything consumed or counted
     deferred: bool = False  # stopped before a line over BIG_LINE_BYTES (defer_big_lines)
-
-
-def _hash(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def reset_cursor(cursor: Cursor) -> None:
-    cursor.offset = 0
-    cursor.head_len = 0
-    cursor.head_hash = None
-    cursor.skipping = False
-    cursor.state = None
-    cursor.generation += 1
-
-
-def identity_change(cursor: Cursor, st: os.stat_result, fd: int) -> str | None:
-    """Why the file at the cursor's path is no longer the file the cursor describes."""
-    if cursor.ino is not None and (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):
-        return "replaced"
-    if st.st_size < cursor.offset:
-        return "truncated"
-    if cursor.head_len and cursor.head_hash is not None:
-        head = os.pread(fd, cursor.head_len, 0)
-        if len(head) < cursor.head_len or _hash(head) != cursor.head_hash:
-            return "rewritten"
-    return None
 
 
 def _count(cursor: Cursor, reason: str) -> None:
@@ -173,7 +147,7 @@ def read_new_lines(
         _read_loop(
             fd, cursor, on_line, result, st.st_size, budget_bytes, max_line_bytes, defer_big_lines
         )
-        _refresh_head(fd, cursor)
+        refresh_head(fd, cursor)
     finally:
         os.close(fd)
     return result
@@ -322,17 +296,6 @@ def _read_exact(fd: int, start: int, length: int, head: bytearray) -> bytearray:
         line[at : at + len(chunk)] = chunk
         at += len(chunk)
     return line
-
-
-def _refresh_head(fd: int, cursor: Cursor) -> None:
-    """Hash the file's first bytes, but only those already consumed (complete lines),
-    so a partial line still being written never looks like a rewrite."""
-    want = min(HEAD_BYTES, cursor.offset)
-    if want > cursor.head_len:
-        head = os.pread(fd, want, 0)
-        if len(head) == want:
-            cursor.head_len = want
-            cursor.head_hash = _hash(head)
 
 
 def read_document(path: str, max_bytes: int) -> tuple[bytes | None, os.stat_result | None]:
