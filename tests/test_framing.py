@@ -1,12 +1,20 @@
-"""The line framer: exact results, and a property test that chunk boundaries never
-change which lines come out."""
+"""The line framer: exact results, a property test that chunk boundaries never change
+which lines come out, and the socket server's request framing built on it."""
 
 from __future__ import annotations
 
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.framing import Line, NeedMore, TooLong, next_line, skip_past_newline
+from agentsrc_daemon.rpc.transport import MAX_REQUEST_BYTES, Hub, Server
+from agentsrc_daemon.store import Store
 
 
 def test_complete_line_bounds() -> None:
@@ -99,3 +107,60 @@ def test_one_over_cap_line_spanning_many_chunks_is_reported_once() -> None:
     content = b"ok\n" + b"x" * 50 + b"\nafter\ntail"
     chunks = [content[i : i + 7] for i in range(0, len(content), 7)]
     assert frame_stream(chunks, 10) == [b"ok", None, b"after"]
+
+
+# ---- the socket server frames requests with it ------------------------------------
+
+
+def _exchange(tmp_path: Path, pieces: list[bytes]) -> list[dict[str, Any]]:
+    """Send ``pieces`` (one sendall each) to a server connection; its replies."""
+    db = tmp_path / "db.sqlite"
+    Store(db).close()
+    server = Server(
+        tmp_path / "sock", db, {"ping": lambda reader, params: "pong"}, Hub(), lambda *a: []
+    )
+    client, served = socket.socketpair()
+    thread = threading.Thread(target=server._serve_conn, args=(served,))
+    thread.start()
+    for piece in pieces:
+        client.sendall(piece)
+    client.shutdown(socket.SHUT_WR)
+    data = b""
+    while chunk := client.recv(65536):
+        data += chunk
+    client.close()
+    thread.join(timeout=10)
+    return [orjson.loads(line) for line in data.splitlines()]
+
+
+def _ping(rid: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % rid
+
+
+OVER_1_MIB = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "request over 1 MiB"}}
+
+
+def test_server_answers_each_over_cap_request_once_and_goes_on(tmp_path: Path) -> None:
+    # Over the cap before its newline (the rest discarded across reads), then over the
+    # cap with its newline in the same read, then blank lines; each is answered once.
+    huge = b'{"x":"' + b"a" * (3 << 20) + b'"}\n'
+    just_over = b"b" * (MAX_REQUEST_BYTES + 1) + b"\n"
+    pieces = [_ping(1), huge[:100], huge[100 : 2 << 20], huge[2 << 20 :] + _ping(2)]
+    pieces += [just_over + b"\n  \n" + _ping(3)]
+    assert _exchange(tmp_path, pieces) == [
+        {"jsonrpc": "2.0", "id": 1, "result": "pong"},
+        OVER_1_MIB,
+        {"jsonrpc": "2.0", "id": 2, "result": "pong"},
+        OVER_1_MIB,
+        {"jsonrpc": "2.0", "id": 3, "result": "pong"},
+    ]
+
+
+def test_server_takes_a_request_exactly_at_the_cap(tmp_path: Path) -> None:
+    head = b'{"jsonrpc":"2.0","id":4,"method":"ping","params":{"pad":"'
+    tail = b'"}}'
+    request = head + b"p" * (MAX_REQUEST_BYTES - len(head) - len(tail)) + tail
+    assert len(request) == MAX_REQUEST_BYTES
+    assert _exchange(tmp_path, [request[:5000], request[5000:] + b"\n"]) == [
+        {"jsonrpc": "2.0", "id": 4, "result": "pong"}
+    ]
