@@ -223,7 +223,9 @@ class ClaudeAdapter:
         except Exception as exc:  # never let one odd line stop the file; count it instead
             return [Drift(NAME, _version(obj, state), f"parse-error:{type(exc).__name__}")]
 
-    def parse_document(self, obj: Any, source_path: str) -> list[Record]:
+    def parse_document(
+        self, obj: Any, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
         """``agent-<id>.meta.json`` sidecars ({"agentType", "description"}) describe a
         subagent, not the session: nothing in the event model holds them, so they yield
         no records. Other documents are not Claude Code files either."""

@@ -175,7 +175,9 @@ class MuseAdapter:
         except Exception as exc:  # never let one odd line stop the file; count it instead
             return [Drift(NAME, _version(state), f"parse-error:{type(exc).__name__}")]
 
-    def parse_document(self, obj: Any, source_path: str) -> list[Record]:
+    def parse_document(
+        self, obj: Any, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
         """``sessions.json``, the runtime's index: the model of each session, from
         ``context_window_usage.model_id`` (a point-in-time snapshot; best effort).
 
