@@ -412,9 +412,8 @@ def _mutate(draw: Callable[..., Any], value: Any, depth: int = 0) -> Any:
 
 
 def assert_well_behaved(records: list[Record], state: dict[str, Any]) -> None:
-    assert not [
-        r for r in records if isinstance(r, Drift) and r.record_type.startswith("parse-error")
-    ]
+    """What ``parse`` returned on odd input (that it returned at all is the first check:
+    adapters do not catch their own bugs, ingest counts them as ``adapter_error``)."""
     assert orjson.loads(orjson.dumps(state)) == state
     assert SENTINEL not in repr(records)
     for r in records:

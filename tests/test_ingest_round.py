@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
+from structlog.testing import capture_logs
 
-from agentsrc_daemon.adapters import ADAPTERS
+from agentsrc_daemon.adapters import ADAPTERS, claude
 from agentsrc_daemon.events import AGENTS, Event, Record, SessionFacts
 from agentsrc_daemon.ingest import sources
 from agentsrc_daemon.ingest.round import ADAPTER_ERROR, Ingestor
-from agentsrc_daemon.store import Batch, Store
+from agentsrc_daemon.store import Batch, Reader, Store
 
 SID = "0b8a6a2e-0000-4000-8000-000000000001"
 SECRET_WORDS = "the user's own words"
@@ -41,6 +43,44 @@ def claude_line(uuid: str, kind: str) -> bytes:
 def test_the_registry_has_every_agent() -> None:
     assert sorted(ADAPTERS) == sorted(AGENTS)
     assert all(name == adapter.name for name, adapter in ADAPTERS.items())
+
+
+def test_adapter_crash_is_counted_per_line_not_drift(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(line: Any) -> list[Record]:
+        raise ValueError(SECRET_WORDS)  # a message quoting content is never logged
+
+    monkeypatch.setattr(claude, "_user", boom)
+    path = tmp_path / "proj" / f"{SID}.jsonl"
+    path.parent.mkdir()
+    lines = [claude_line("u1", "user"), claude_line("a1", "assistant"), claude_line("u2", "user")]
+    path.write_bytes(b"".join(lines))
+    spec = sources.SourceSpec(str(path), "claude-code", sources.JSONL, str(tmp_path))
+    ingestor = Ingestor(max_line_bytes=1 << 20)
+    batch = Batch()
+    with capture_logs() as logs:
+        rnd = ingestor.ingest(spec, batch, 1 << 20)
+    cursor = ingestor.cursors[str(path)]
+    assert cursor.skipped == {ADAPTER_ERROR: 2}
+    assert cursor.offset == path.stat().st_size and cursor.lines == 3  # the file goes on
+    assert rnd.bytes == path.stat().st_size and not rnd.more
+    assert batch.drift == []
+    assert [(e.kind, e.key) for e in batch.events] == [("message", "claude-code:message:msg_a1")]
+    assert logs == [
+        {"event": "adapter_error", "path": str(path), "offset": 0, "error": "ValueError",
+         "log_level": "warning"},
+        {"event": "adapter_error", "path": str(path), "offset": len(lines[0]) + len(lines[1]),
+         "error": "ValueError", "log_level": "warning"},
+    ]
+    # As status shows it (status.skipped is the sum over files).
+    store = Store(tmp_path / "db.sqlite")
+    store.commit(batch)
+    store.close()
+    reader = Reader(tmp_path / "db.sqlite")
+    assert reader.skipped_totals() == {ADAPTER_ERROR: 2}
+    assert reader.drift() == []
+    reader.close()
 
 
 class CountingDocuments:

@@ -8,14 +8,18 @@ Contract (every adapter module exposes an ``ADAPTER`` object with):
   JSON-serializable: ingest stores it beside the file's cursor in the same transaction
   as the events, so a restart resumes exactly (open turn, pending calls).
 * ``parse(obj, offset, source_path, state) -> list[Record]``: one decoded line (a dict)
-  at byte ``offset`` of ``source_path``. Mutates ``state``. Never raises on odd input:
-  unknown types yield a ``Drift`` record.
+  at byte ``offset`` of ``source_path``. Mutates ``state``. Unknown types yield a
+  ``Drift`` record.
 * ``parse_document(obj, source_path, state) -> list[Record]``: a whole-file JSON
   document (Codex legacy ``.json`` rollouts, Claude subagent ``.meta.json``, Muse
   ``sessions.json``), read again whole each time it changes. ``state`` is that file's
   state, kept across its versions like a JSONL file's, so an adapter for a format
   rewritten on every update can tell what is new (by message id, say). An adapter
   with nothing to remember ignores it.
+
+Adapters do not catch their own bugs: an exception is counted by ingest as the file's
+``adapter_error`` skip (shown in ``status.skipped``) and that line or document is
+skipped. Odd input is not a bug: it yields ``Drift`` or nothing.
 
 ``ADAPTERS`` maps each name to its adapter.
 """

@@ -167,14 +167,6 @@ class MuseAdapter:
             "pending": {},  # call_id -> {"tool": name, "input": input}
         }
 
-    def parse(
-        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
-    ) -> list[Record]:
-        try:
-            return self._parse(obj, offset, source_path, state)
-        except Exception as exc:  # never let one odd line stop the file; count it instead
-            return [Drift(NAME, _version(state), f"parse-error:{type(exc).__name__}")]
-
     def parse_document(
         self, obj: Any, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
@@ -213,7 +205,7 @@ class MuseAdapter:
 
     # -- dispatch ---------------------------------------------------------------------
 
-    def _parse(
+    def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
         if not isinstance(obj, dict):
