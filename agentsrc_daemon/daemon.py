@@ -155,7 +155,7 @@ class Daemon:
         self.server = Server(
             self.cfg.socket_path,
             self.cfg.db_path,
-            rpc.build_methods(self.status, self._extra_methods()),
+            rpc.build_methods(self.status),
             self.hub,
             rpc.subscribe_backlog,
         )
@@ -175,11 +175,6 @@ class Daemon:
         )
         if not self.scan_state.get("enabled"):
             log.warning("secret_scanning_off", detail="content is not scanned for secrets")
-
-    def _extra_methods(self) -> dict[str, rpc.Handler]:
-        from .ingest.stages import extra_methods
-
-        return extra_methods(self.cfg)
 
     # ---- reconcile ---------------------------------------------------------------
 
