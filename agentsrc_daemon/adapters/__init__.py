@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..events import Record
+from . import claude, codex, muse
 
 
 class Adapter(Protocol):
@@ -44,10 +45,6 @@ class Adapter(Protocol):
         self, obj: Any, source_path: str, state: dict[str, Any]
     ) -> list[Record]: ...
 
-
-# Imported after the Protocol: the adapter modules import nothing from this package
-# module, so the order only keeps the contract first.
-from . import claude, codex, muse  # noqa: E402
 
 ADAPTERS: dict[str, Adapter] = {
     adapter.name: adapter for adapter in (codex.ADAPTER, claude.ADAPTER, muse.ADAPTER)

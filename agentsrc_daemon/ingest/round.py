@@ -249,6 +249,8 @@ class Ingestor:
             return rnd
         adapter = self.adapters[spec.adapter]
         if cursor.state is None:
+            # Kept across the document's versions (persisted with the cursor, as for a
+            # JSONL file), so an adapter can tell what a rewrite added.
             cursor.state = adapter.initial_state(spec.path)
         try:
             records = adapter.parse_document(obj, spec.path, cursor.state)
