@@ -28,7 +28,7 @@ from .config import Config, load_config
 from .ingest import sources
 from .ingest.round import FileRound, Ingestor
 from .ingest.watch import DirtySet, Watcher
-from .ingest.workers import BackfillPool, min_backlog_bytes, worker_count
+from .ingest.workers import BackfillScheduler, WorkerRound
 from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
 from .store import Batch, Reader, Store
@@ -37,7 +37,6 @@ from .system.notify import Notifier
 log = structlog.get_logger("agentsrc.daemon")
 
 ROOT_CHECK_INTERVAL_S = 2.0
-MAIN_SHARE_INVERSE = 2  # with a worker, this thread parses about one round in three
 FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
 STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
 
@@ -71,6 +70,18 @@ class Progress:
         }
 
 
+@dataclass
+class Components:
+    """What start() brings up, in that order; shutdown() stops them in reverse. The
+    ingestor is replaced on reload (new stages, the same cursors)."""
+
+    lock_fd: int  # holds the data directory's lock for the daemon's life
+    store: Store
+    ingestor: Ingestor
+    server: Server
+    watcher: Watcher
+
+
 def ensure_private_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     if path.stat().st_uid != os.getuid():
@@ -79,6 +90,8 @@ def ensure_private_dir(path: Path) -> None:
 
 
 class Daemon:
+    components: Components  # set by start()
+
     def __init__(
         self,
         cfg: Config,
@@ -88,17 +101,15 @@ class Daemon:
         json_logs: bool | None = None,
     ) -> None:
         self.cfg = cfg
-        self.log_level = log_level
-        self.json_logs = json_logs
-        self.pool: BackfillPool | None = None
-        self._pool_used = False
-        self.rounds_in_workers = 0
-        self.deferred: set[str] = set()  # files waiting for the workers to finish
+        self.backfill = BackfillScheduler(
+            cfg,
+            self._commit_worker_round,
+            budget_bytes=FILE_BUDGET_BYTES,
+            log_level=log_level,
+            json_logs=json_logs,
+        )
         self._backlog: tuple[int, int] = (0, 0)  # (bytes, files), see _refresh_backlog
         self._backlog_at = 0.0
-        self.rounds_here = 0
-        # Worker processes for large backfills (AGENTSRC_WORKERS=0 turns them off).
-        self.workers_enabled = worker_count() > 0
         self.cli_overrides = cli_overrides or {}
         self.stop_event = threading.Event()
         self.dirty = DirtySet()
@@ -107,20 +118,14 @@ class Daemon:
         self.notifier = Notifier.from_env()
         self.hub = Hub()
         self.started_at = time.time()
-        self._lock_fd: int | None = None
         self._reload = threading.Event()
-        self.store: Store | None = None
-        self.server: Server | None = None
-        self.watcher: Watcher | None = None
-        self.ingestor: Ingestor | None = None
         self.exit_code = 0
         self._initial_done = False
-        self._last_commit_ids = 0
         self.scan_state: dict[str, Any] = {"enabled": False}
 
     # ---- start-up ----------------------------------------------------------------
 
-    def acquire_lock(self) -> None:
+    def acquire_lock(self) -> int:
         ensure_private_dir(self.cfg.data_dir)
         fd = os.open(self.cfg.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -133,7 +138,7 @@ class Daemon:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+        return fd
 
     def _build_ingestor(self) -> Ingestor:
         from .ingest.stages import build_stages
@@ -148,20 +153,26 @@ class Daemon:
         )
 
     def start(self) -> None:
-        self.acquire_lock()
-        self.store = Store(self.cfg.db_path)
-        self.ingestor = self._build_ingestor()
-        self.ingestor.cursors = self.store.load_cursors()
-        self.server = Server(
-            self.cfg.socket_path,
-            self.cfg.db_path,
-            rpc.build_methods(self.status, self._extra_methods()),
-            self.hub,
-            rpc.subscribe_backlog,
+        lock_fd = self.acquire_lock()
+        store = Store(self.cfg.db_path)
+        ingestor = self._build_ingestor()
+        ingestor.cursors = store.load_cursors()
+        self.components = Components(
+            lock_fd=lock_fd,
+            store=store,
+            ingestor=ingestor,
+            server=Server(
+                self.cfg.socket_path,
+                self.cfg.db_path,
+                rpc.build_methods(self.status),
+                self.hub,
+                rpc.subscribe_backlog,
+            ),
+            watcher=Watcher(self.cfg.roots(), self.dirty),
         )
-        self.server.start()
-        self.watcher = Watcher(self.cfg.roots(), self.dirty)
-        self.watcher.start(on_root_appeared=self._scan_root)
+        # Set before the server starts: its threads call status(), which reads them.
+        self.components.server.start()
+        self.components.watcher.start(on_root_appeared=self._scan_root)
         self.progress.started = time.monotonic()
         log.info(
             "started",
@@ -170,23 +181,18 @@ class Daemon:
             data_dir=str(self.cfg.data_dir),
             socket=str(self.cfg.socket_path),
             roots={k: str(v) for k, v in self.cfg.roots().items()},
-            watch_modes=self.watcher.modes,
+            watch_modes=self.components.watcher.modes,
             scan=self.scan_state.get("enabled"),
         )
         if not self.scan_state.get("enabled"):
             log.warning("secret_scanning_off", detail="content is not scanned for secrets")
-
-    def _extra_methods(self) -> dict[str, rpc.Handler]:
-        from .ingest.stages import extra_methods
-
-        return extra_methods(self.cfg)
 
     # ---- reconcile ---------------------------------------------------------------
 
     def reconcile(self) -> int:
         """Stat every source under every root; queue those with news. Also queue known
         files that are no longer found, so they are marked gone."""
-        assert self.ingestor is not None
+        ingestor = self.components.ingestor
         roots = self.cfg.roots()
         seen: set[str] = set()
         queued = 0
@@ -195,16 +201,16 @@ class Daemon:
                 continue
             for spec, st in sources.walk_sources(root, roots):
                 seen.add(spec.path)
-                if self.ingestor.needs_read(spec, st) and spec.path not in self.pending:
+                if ingestor.needs_read(spec, st) and spec.path not in self.pending:
                     self.pending[spec.path] = spec
                     queued += 1
                     if not self._initial_done:
                         self.progress.files_total += 1
-                        c = self.ingestor.cursors.get(spec.path)
+                        c = ingestor.cursors.get(spec.path)
                         same = c is not None and c.ino == st.st_ino
                         done = c.offset if c and same and spec.mode == sources.JSONL else 0
                         self.progress.bytes_total += max(0, st.st_size - done)
-        for path, cursor in self.ingestor.cursors.items():
+        for path, cursor in ingestor.cursors.items():
             if path not in seen and cursor.gone_at is None and path not in self.pending:
                 gone_spec = sources.classify(path, roots)
                 if gone_spec is not None:
@@ -216,10 +222,10 @@ class Daemon:
         self._scan_dir(str(root))
 
     def _scan_dir(self, directory: str) -> None:
-        assert self.ingestor is not None
+        ingestor = self.components.ingestor
         roots = self.cfg.roots()
         for spec, st in sources.walk_sources(Path(directory), roots):
-            if self.ingestor.needs_read(spec, st):
+            if ingestor.needs_read(spec, st):
                 self.pending.setdefault(spec.path, spec)
 
     # ---- the loop ------------------------------------------------------------------
@@ -254,7 +260,6 @@ class Daemon:
         signal.signal(signal.SIGHUP, on_hup)
 
     def _loop(self) -> None:
-        assert self.watcher is not None
         next_reconcile = time.monotonic() + self.cfg.reconcile_interval
         next_root_check = time.monotonic() + ROOT_CHECK_INTERVAL_S
         last_status = 0.0
@@ -266,7 +271,7 @@ class Daemon:
                 self._reload.clear()
                 self.reload()
             if now >= next_root_check:
-                self.watcher.check_roots()
+                self.components.watcher.check_roots()
                 next_root_check = now + ROOT_CHECK_INTERVAL_S
             if now >= next_reconcile:
                 self.reconcile()
@@ -287,8 +292,7 @@ class Daemon:
                     last_status = time.monotonic()
                     self.notifier.status(self._status_line())
                 continue
-            if self.pool is not None:
-                self._close_pool()
+            self.backfill.close(self.components.ingestor)
             self._refresh_backlog(force=True)
             if not self._initial_done:
                 self._initial_done = True
@@ -307,9 +311,9 @@ class Daemon:
 
     def _work(self) -> None:
         """One round over the pending files, committing as batches fill up. During a
-        large backfill, file rounds are also handed to a worker process."""
-        assert self.ingestor is not None
-        pool = self._backfill_pool()
+        large backfill, file rounds are also handed to worker processes."""
+        ingestor = self.components.ingestor
+        self.backfill.begin_round(self.pending, self.backlog_bytes, ingestor)
         batch = Batch()
         deadline = time.monotonic() + self.cfg.batch_max_delay
         for path in list(self.pending):
@@ -317,24 +321,11 @@ class Daemon:
                 break
             if path not in self.pending:
                 continue
-            if pool is not None:
-                self._collect(pool)  # may finish (and un-queue) files of this list
-                if path in pool.in_flight or path not in self.pending or path in self.deferred:
-                    continue
-                spec = self.pending[path]
-                if pool.has_room and pool.submit(
-                    spec, self.ingestor.cursor_for(spec), FILE_BUDGET_BYTES
-                ):
-                    continue
-                worker_rounds = self.rounds_in_workers + len(pool.in_flight)
-                if self.rounds_here * MAIN_SHARE_INVERSE > worker_rounds * pool.size:
-                    # This thread also commits everything: it parses only a share of
-                    # the rounds, and otherwise waits for the workers.
-                    pool.wait_any(timeout=0.2)
-                    continue
-            spec = self.pending[path]
-            self.rounds_here += 1
-            self._account(path, self.ingestor.ingest(spec, batch, FILE_BUDGET_BYTES))
+            self.backfill.collect()  # may finish (and un-queue) files of this list
+            spec = self.pending.get(path)
+            if spec is None or not self.backfill.place(spec, ingestor):
+                continue
+            self._account(path, ingestor.ingest(spec, batch, FILE_BUDGET_BYTES))
             if len(batch.events) >= self.cfg.batch_max_events or time.monotonic() >= deadline:
                 self._commit(batch)
                 batch = Batch()
@@ -343,14 +334,7 @@ class Daemon:
                 if self.dirty:
                     break  # let fresh appends in live files jump the backfill queue
         self._commit(batch)
-        if pool is not None:
-            if self.stop_event.is_set() or all(
-                p in pool.in_flight or p in self.deferred for p in self.pending
-            ):
-                # Nothing left for this thread: wait for the worker (briefly, so the
-                # loop still pings the watchdog and notices file events).
-                pool.wait_any(timeout=0.2)
-            self._collect(pool, wait=self.stop_event.is_set())
+        self.backfill.end_round(self.pending, stopping=self.stop_event.is_set())
 
     def _account(self, path: str, rnd: FileRound) -> None:
         self.progress.bytes_done += rnd.bytes
@@ -358,7 +342,7 @@ class Daemon:
             # A line over 4 MiB comes next. Read it once the workers are gone, so its
             # working set never adds to theirs (the memory bound holds for all
             # processes together); until then, the file waits.
-            self.deferred.add(path)
+            self.backfill.defer(path)
             return
         if not rnd.more:
             self.pending.pop(path, None)
@@ -367,54 +351,12 @@ class Daemon:
         if rnd.gone:
             log.info("source_gone", path=path)
 
-    def _backfill_pool(self) -> BackfillPool | None:
-        """The worker pool while a large backlog remains; shut down once it is done."""
-        assert self.ingestor is not None
-        if self.pool is not None:
-            undeferred = any(p not in self.deferred for p in self.pending)
-            if self.pool.in_flight or (undeferred and not self.pool.broken):
-                if self.pool.broken and not self.pool.in_flight:
-                    self._close_pool()
-                    return None
-                return self.pool
-            self._close_pool()
-            return None
-        if (
-            not self._pool_used
-            and self.workers_enabled
-            and self.backlog_bytes() >= min_backlog_bytes()
-        ):
-            self._pool_used = True  # one pool per daemon life: a backfill happens once
-            self.pool = BackfillPool(self.cfg, self.log_level, self.json_logs)
-            self.ingestor.defer_big_lines = True
-            log.info("backfill_workers", workers=self.pool.size)
-        return self.pool
-
-    def _collect(self, pool: BackfillPool, wait: bool = False) -> None:
-        """Commit the rounds the workers finished, each with the cursor it advanced."""
-        assert self.ingestor is not None
-        for item in pool.done(wait=wait):
-            if isinstance(item, str):
-                continue  # the worker died: the file stays pending and is read here
-            path, batch, rnd, cursor = item
-            self.rounds_in_workers += 1
-            self.ingestor.cursors[path] = cursor
-            self._commit(batch)
-            self._account(path, rnd)
-
-    def _close_pool(self) -> None:
-        if self.pool is not None:
-            self._collect(self.pool, wait=True)
-            assert self.ingestor is not None
-            self.ingestor.defer_big_lines = False
-            self.deferred.clear()  # their big lines are read now, by this thread
-            log.info(
-                "backfill_workers_done",
-                rounds_in_workers=self.rounds_in_workers,
-                rounds_here=self.rounds_here,
-            )
-            self.pool.shutdown()
-            self.pool = None
+    def _commit_worker_round(self, done: WorkerRound) -> None:
+        """A round a worker finished: its batch is committed with the cursor it
+        advanced, which replaces this thread's copy."""
+        self.components.ingestor.cursors[done.path] = done.cursor
+        self._commit(done.batch)
+        self._account(done.path, done.round)
 
     def _commit(self, batch: Batch) -> None:
         """Commit on the ingest thread. (A committer thread was measured: with the GIL
@@ -422,8 +364,7 @@ class Daemon:
         memory; see docs/performance.md.)"""
         if batch.empty():
             return
-        assert self.store is not None
-        inserted = self.store.commit(batch)
+        inserted = self.components.store.commit(batch)
         # Checked after the commit: a subscriber registering later finds these events
         # in its backlog query, so skipping the rows when nobody listens leaves no gap.
         if inserted and self.hub.count():
@@ -442,8 +383,7 @@ class Daemon:
     def backlog_bytes(self) -> int:
         """Bytes still to read: known cursors' lag, or during the first catch-up the
         reconcile's total less what is done (new files have no cursor yet)."""
-        assert self.ingestor is not None
-        lag = self.ingestor.pending_bytes()
+        lag = self.components.ingestor.pending_bytes()
         if not self._initial_done:
             lag = max(lag, self.progress.bytes_total - self.progress.bytes_done)
         return lag
@@ -452,7 +392,7 @@ class Daemon:
         return "live" if self._initial_done and not self.pending else "catching_up"
 
     def status(self, reader: Reader) -> dict[str, Any]:
-        assert self.ingestor is not None
+        watch_modes = self.components.watcher.modes
         counts = reader.counts()
         pending_bytes, pending_files = self._backlog
         return {
@@ -471,10 +411,8 @@ class Daemon:
             "drift": reader.drift(),
             "subscribers": self.hub.count(),
             "roots": {
-                agent: {
-                    "path": str(path),
-                    "watch": (self.watcher.modes.get(str(path), "missing") if self.watcher else None),
-                }
+                # None until the watcher has looked at the root (during start-up).
+                agent: {"path": str(path), "watch": watch_modes.get(str(path))}
                 for agent, path in self.cfg.roots().items()
             },
             "data_dir": str(self.cfg.data_dir),
@@ -483,7 +421,6 @@ class Daemon:
         }
 
     def _status_line(self) -> str:
-        assert self.ingestor is not None
         p = self.progress
         if self.state() == "live":
             return f"live: {p.files_done} files ingested"
@@ -510,27 +447,22 @@ class Daemon:
         self.cfg.reconcile_interval = new.reconcile_interval
         self.cfg.max_line_bytes = new.max_line_bytes
         self.cfg.scan = new.scan
-        if self.ingestor is not None:
-            new_ingestor = self._build_ingestor()
-            new_ingestor.cursors = self.ingestor.cursors
-            new_ingestor.defer_big_lines = self.ingestor.defer_big_lines
-            self.ingestor = new_ingestor
+        old = self.components.ingestor
+        new_ingestor = self._build_ingestor()
+        new_ingestor.cursors = old.cursors
+        new_ingestor.defer_big_lines = old.defer_big_lines
+        self.components.ingestor = new_ingestor
         log.info("reloaded", restart_needed_for=restart_needed)
         self.notifier.ready(status=self._status_line())
 
     def shutdown(self) -> None:
         self.notifier.stopping(status="stopping")
-        if self.pool is not None:
-            # Rounds in a worker's hands are small (one file round): commit them too.
-            self._close_pool()
-        if self.watcher is not None:
-            self.watcher.stop()
-        if self.server is not None:
-            self.server.stop()
-        if self.store is not None:
-            self.store.close()
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._lock_fd)
-            self._lock_fd = None
+        parts = self.components
+        # Rounds in a worker's hands are small (one file round): commit them too.
+        self.backfill.close(parts.ingestor)
+        parts.watcher.stop()
+        parts.server.stop()
+        parts.store.close()
+        with contextlib.suppress(OSError):
+            os.close(parts.lock_fd)
         log.info("stopped")

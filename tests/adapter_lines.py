@@ -36,3 +36,13 @@ def parse_lines_with(
         if isinstance(obj, dict):
             records += adapter.parse(obj, offset, str(path), state)
     return records, state
+
+
+def parse_document_with(adapter: Adapter, obj: Any, path: Path | str) -> list[Record]:
+    """Records from a whole document, given the file's state as ingest gives it (fresh
+    here). The adapters today have nothing to remember about a document: they must
+    leave the state as it was."""
+    state = adapter.initial_state(str(path))
+    records = adapter.parse_document(obj, str(path), state)
+    assert state == adapter.initial_state(str(path))
+    return records

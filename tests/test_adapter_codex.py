@@ -46,6 +46,7 @@ from agentsrc_daemon.events import (
     line_key,
 )
 
+from adapter_lines import parse_document_with
 from corpus import corpus_home
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "codex"
@@ -441,7 +442,7 @@ def test_format_drift_is_reported_never_raised() -> None:
 
 def test_legacy_document_fixture() -> None:
     path = FIXTURES / "rollout-2025-08-23-bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb.json"
-    records = ADAPTER.parse_document(orjson.loads(path.read_bytes()), str(path))
+    records = parse_document_with(ADAPTER, orjson.loads(path.read_bytes()), str(path))
     sid = "codex:bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
     assert session_facts(records)[0].started_at == "2025-08-23T11:11:20.791Z"
     assert [e.data["text"] for e in events(records, PROMPT)] == ["show the readme", "thanks"]
@@ -463,7 +464,7 @@ def test_legacy_document_fixture() -> None:
     ]
     assert {e.session_id for e in records if isinstance(e, Event)} == {sid}
     assert drifts(records) == ["document/critic"]
-    assert ADAPTER.parse_document(orjson.loads(path.read_bytes()), str(path)) == records
+    assert parse_document_with(ADAPTER, orjson.loads(path.read_bytes()), str(path)) == records
 
 
 def test_session_id_falls_back_to_the_file_name() -> None:
@@ -646,7 +647,7 @@ def test_corpus_legacy_json_document() -> None:
         corpus_home()
         / ".codex/sessions/rollout-2025-08-23-1a0dd4c9-4e06-40c6-97f9-066c07c8793b.json"
     )
-    records = ADAPTER.parse_document(orjson.loads(path.read_bytes()), str(path))
+    records = parse_document_with(ADAPTER, orjson.loads(path.read_bytes()), str(path))
     kinds = Counter(r.kind for r in records if isinstance(r, Event))
     assert session_facts(records)[0].native_id == "1a0dd4c9-4e06-40c6-97f9-066c07c8793b"
     assert (kinds[PROMPT], kinds[MESSAGE], kinds[REASONING]) == (2, 2, 4)
@@ -774,8 +775,8 @@ def test_arbitrary_dicts_never_raise_and_are_deterministic(dicts: list[dict[str,
 @settings(max_examples=100, deadline=None)
 @given(json_values)
 def test_arbitrary_documents_never_raise(doc: Any) -> None:
-    first = ADAPTER.parse_document(copy.deepcopy(doc), "/x/rollout.json")
-    assert ADAPTER.parse_document(copy.deepcopy(doc), "/x/rollout.json") == first
+    first = parse_document_with(ADAPTER, copy.deepcopy(doc), "/x/rollout.json")
+    assert parse_document_with(ADAPTER, copy.deepcopy(doc), "/x/rollout.json") == first
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,23 @@ Contract (every adapter module exposes an ``ADAPTER`` object with):
 
 * ``name``: "codex" | "claude-code" | "muse"
 * ``initial_state(source_path) -> dict``: fresh per-file state. It must stay
-  JSON-serializable: the tail-reader stores it beside the file's cursor in the same
-  transaction as the events, so a restart resumes exactly (open turn, pending calls).
+  JSON-serializable: ingest stores it beside the file's cursor in the same transaction
+  as the events, so a restart resumes exactly (open turn, pending calls).
 * ``parse(obj, offset, source_path, state) -> list[Record]``: one decoded line (a dict)
-  at byte ``offset`` of ``source_path``. Mutates ``state``. Never raises on odd input:
-  unknown types yield a ``Drift`` record.
-* ``parse_document(obj, source_path) -> list[Record]`` (optional): a whole-file JSON
-  document (Codex legacy ``.json`` rollouts, Muse ``sessions.json``).
+  at byte ``offset`` of ``source_path``. Mutates ``state``. Unknown types yield a
+  ``Drift`` record.
+* ``parse_document(obj, source_path, state) -> list[Record]``: a whole-file JSON
+  document (Codex legacy ``.json`` rollouts, Claude subagent ``.meta.json``, Muse
+  ``sessions.json``), read again whole each time it changes. ``state`` is that file's
+  state, kept across its versions like a JSONL file's, so an adapter for a format
+  rewritten on every update can tell what is new (by message id, say). An adapter
+  with nothing to remember ignores it.
+
+Adapters do not catch their own bugs: an exception is counted by ingest as the file's
+``adapter_error`` skip (shown in ``status.skipped``) and that line or document is
+skipped. Odd input is not a bug: it yields ``Drift`` or nothing.
+
+``ADAPTERS`` maps each name to its adapter.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..events import Record
+from . import claude, codex, muse
 
 
 class Adapter(Protocol):
@@ -30,4 +41,11 @@ class Adapter(Protocol):
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]: ...
 
-    def parse_document(self, obj: Any, source_path: str) -> list[Record]: ...
+    def parse_document(
+        self, obj: Any, source_path: str, state: dict[str, Any]
+    ) -> list[Record]: ...
+
+
+ADAPTERS: dict[str, Adapter] = {
+    adapter.name: adapter for adapter in (codex.ADAPTER, claude.ADAPTER, muse.ADAPTER)
+}

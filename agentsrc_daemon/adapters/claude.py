@@ -215,15 +215,9 @@ class ClaudeAdapter:
             "command": None,  # a slash command not yet answered: {"id", "ts", "cwd"}
         }
 
-    def parse(
-        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    def parse_document(
+        self, obj: Any, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
-        try:
-            return self._parse(obj, offset, source_path, state)
-        except Exception as exc:  # never let one odd line stop the file; count it instead
-            return [Drift(NAME, _version(obj, state), f"parse-error:{type(exc).__name__}")]
-
-    def parse_document(self, obj: Any, source_path: str) -> list[Record]:
         """``agent-<id>.meta.json`` sidecars ({"agentType", "description"}) describe a
         subagent, not the session: nothing in the event model holds them, so they yield
         no records. Other documents are not Claude Code files either."""
@@ -231,7 +225,7 @@ class ClaudeAdapter:
 
     # -- dispatch ---------------------------------------------------------------------
 
-    def _parse(
+    def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
         if not isinstance(obj, dict):

@@ -986,17 +986,21 @@ class CodexAdapter:
             state["turn_last_ts"] = line.ts
         return line.out
 
-    def parse_document(self, obj: Any, source_path: str) -> list[Record]:
+    def parse_document(
+        self, obj: Any, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
         """The legacy single-JSON ``.json`` rollout: ``{"session": {...}, "items": [...]}``.
 
         Items have no timestamps and no byte offsets: keys come from the item index
         (``line_key(path, 0, i)``, then ``.1``, ``.2`` for further events of that item).
         Items may be Chat-Completions style (``role``) or Responses API items (``type``).
+        Each version of the file is parsed whole from a fresh state (its keys make a
+        re-read duplicate nothing), so the file's persisted ``state`` is not used.
         """
-        state = _fresh_state(source_path)
+        parse_state = _fresh_state(source_path)
         if not isinstance(obj, dict):
             return [Drift(adapter=AGENT, version="unknown", record_type="document/<not an object>")]
-        head = _Line(source_path, 0, None, state)
+        head = _Line(source_path, 0, None, parse_state)
         session = obj.get("session")
         if isinstance(session, dict):
             _on_legacy_header(head, session)
@@ -1008,7 +1012,7 @@ class CodexAdapter:
             head.drift("document/<no items>")
             return out
         for i, item in enumerate(items):
-            line = _Line(source_path, 0, None, state, out, item_key=line_key(source_path, 0, i))
+            line = _Line(source_path, 0, None, parse_state, out, item_key=line_key(source_path, 0, i))
             if not isinstance(item, dict):
                 line.drift("document/<not an object>")
             elif isinstance(item.get("type"), str):

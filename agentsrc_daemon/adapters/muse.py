@@ -167,15 +167,9 @@ class MuseAdapter:
             "pending": {},  # call_id -> {"tool": name, "input": input}
         }
 
-    def parse(
-        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    def parse_document(
+        self, obj: Any, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
-        try:
-            return self._parse(obj, offset, source_path, state)
-        except Exception as exc:  # never let one odd line stop the file; count it instead
-            return [Drift(NAME, _version(state), f"parse-error:{type(exc).__name__}")]
-
-    def parse_document(self, obj: Any, source_path: str) -> list[Record]:
         """``sessions.json``, the runtime's index: the model of each session, from
         ``context_window_usage.model_id`` (a point-in-time snapshot; best effort).
 
@@ -211,7 +205,7 @@ class MuseAdapter:
 
     # -- dispatch ---------------------------------------------------------------------
 
-    def _parse(
+    def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
         if not isinstance(obj, dict):

@@ -7,39 +7,29 @@ the cursors that cover them) in one transaction.
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 import structlog
 
-from ..adapters import Adapter
+from ..adapters import ADAPTERS, Adapter
 from ..events import Drift, Event, SessionFacts, TurnFacts
 from ..store import Batch, DocumentFacts, utc_now
-from . import sources, tail
+from . import fingerprint, sources, tail
 from .cursor import Cursor
 
 log = structlog.get_logger("agentsrc.ingest")
 
-ADAPTER_MODULES = {
-    "codex": "agentsrc_daemon.adapters.codex",
-    "claude-code": "agentsrc_daemon.adapters.claude",
-    "muse": "agentsrc_daemon.adapters.muse",
-}
-
+# Skip reason (a key of Cursor.skipped) for a line or document the adapter raised on:
+# adapters do not catch their own bugs, ingest counts them here and goes on.
 ADAPTER_ERROR = "adapter_error"
 # Stored prompt/assistant text is cut here (the full length is recorded): a pasted
 # 50 MB log is not worth keeping whole, and holding it twice more for the insert would
 # break the memory bound.
 MAX_STORED_TEXT_CHARS = 256 * 1024
-
-
-def load_adapter(name: str) -> Adapter:
-    module = importlib.import_module(ADAPTER_MODULES[name])
-    return module.ADAPTER  # type: ignore[no-any-return]
 
 
 class DeriveStage(Protocol):
@@ -80,14 +70,8 @@ class Ingestor:
     scan: ScanStage | None = None
     project_root_for: Callable[[str], str] | None = None
     cursors: dict[str, Cursor] = field(default_factory=dict)
-    defer_big_lines: bool = False  # set while a backfill worker runs (see daemon.py)
-    _adapters: dict[str, Adapter] = field(default_factory=dict)
-
-    def adapter(self, name: str) -> Adapter:
-        a = self._adapters.get(name)
-        if a is None:
-            a = self._adapters[name] = load_adapter(name)
-        return a
+    defer_big_lines: bool = False  # set while a backfill worker runs (see ingest/workers.py)
+    adapters: Mapping[str, Adapter] = field(default_factory=lambda: ADAPTERS)
 
     def cursor_for(self, spec: sources.SourceSpec) -> Cursor:
         c = self.cursors.get(spec.path)
@@ -137,7 +121,7 @@ class Ingestor:
     def _ingest_jsonl(
         self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch, budget: int
     ) -> FileRound:
-        adapter = self.adapter(spec.adapter)
+        adapter = self.adapters[spec.adapter]
         rnd = FileRound(spec.path)
         start_offset = cursor.offset
         produced: list[Event] = []
@@ -148,14 +132,8 @@ class Ingestor:
                 cursor.state = adapter.initial_state(spec.path)
             try:
                 records = adapter.parse(line.obj, line.offset, spec.path, cursor.state)
-            except Exception as exc:  # an adapter bug must not stop ingest: count it
-                cursor.skipped[ADAPTER_ERROR] = cursor.skipped.get(ADAPTER_ERROR, 0) + 1
-                log.warning(
-                    "adapter_error",
-                    path=spec.path,
-                    offset=line.offset,
-                    error=type(exc).__name__,
-                )
+            except Exception as exc:
+                _count_adapter_error(cursor, exc, offset=line.offset)
                 return
             prefix = f"{spec.path}@{line.offset}."
             for rec in records:
@@ -255,7 +233,7 @@ class Ingestor:
         if data is None:
             cursor.skipped[tail.OVERSIZE] = cursor.skipped.get(tail.OVERSIZE, 0) + 1
             return rnd
-        digest = tail._hash(data)
+        digest = fingerprint.content_hash(data)
         if digest == cursor.head_hash:
             return rnd
         cursor.head_hash = digest
@@ -269,15 +247,15 @@ class Ingestor:
             cursor.skipped[tail.MALFORMED] = cursor.skipped.get(tail.MALFORMED, 0) + 1
             cursor.head_hash = None
             return rnd
-        adapter = self.adapter(spec.adapter)
-        parse_document = getattr(adapter, "parse_document", None)
-        if parse_document is None:
-            return rnd
+        adapter = self.adapters[spec.adapter]
+        if cursor.state is None:
+            # Kept across the document's versions (persisted with the cursor, as for a
+            # JSONL file), so an adapter can tell what a rewrite added.
+            cursor.state = adapter.initial_state(spec.path)
         try:
-            records = parse_document(obj, spec.path)
+            records = adapter.parse_document(obj, spec.path, cursor.state)
         except Exception as exc:
-            cursor.skipped[ADAPTER_ERROR] = cursor.skipped.get(ADAPTER_ERROR, 0) + 1
-            log.warning("adapter_error", path=spec.path, error=type(exc).__name__)
+            _count_adapter_error(cursor, exc)
             return rnd
         produced: list[Event] = []
         sessions_seen: set[str] = set()
@@ -312,3 +290,12 @@ class Ingestor:
         )
         rnd.bytes = size
         return rnd
+
+
+def _count_adapter_error(cursor: Cursor, exc: Exception, offset: int | None = None) -> None:
+    """An adapter bug must not stop ingest: the line (or document) is skipped and
+    counted in the file's skip counters. Logged by exception type only: the message
+    may quote the transcript."""
+    cursor.skipped[ADAPTER_ERROR] = cursor.skipped.get(ADAPTER_ERROR, 0) + 1
+    where = {} if offset is None else {"offset": offset}
+    log.warning("adapter_error", path=cursor.path, **where, error=type(exc).__name__)

@@ -11,7 +11,6 @@ import structlog
 from ..config import Config
 from ..derive.derive import Deriver
 from ..derive.projects import ProjectRoots
-from ..rpc.transport import Handler
 from .round import DeriveStage, ScanStage
 
 log = structlog.get_logger("agentsrc.wiring")
@@ -44,7 +43,3 @@ def build_stages(
             "exclude_sessions": cfg.scan.exclude_sessions,
         }
     return deriver, stage, roots.root_for, scan_state
-
-
-def extra_methods(cfg: Config) -> dict[str, Handler]:
-    return {}

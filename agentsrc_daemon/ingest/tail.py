@@ -2,10 +2,10 @@
 
 * Only newline-terminated lines are consumed; a trailing partial line waits for its
   newline (the offset never moves past it, so a crash cannot lose it).
-* The file's identity is checked before every read: a different (device, inode), a size
-  below the offset (truncation) or a changed first bytes (a rewritten prefix, or a new
-  file that reused a deleted file's inode) resets the cursor to 0. Re-reading does not
-  duplicate: event keys are deterministic.
+* The file's identity is checked before every read (see fingerprint.py): a different
+  (device, inode), a size below the offset (truncation) or a changed first bytes (a
+  rewritten prefix, or a new file that reused a deleted file's inode) resets the cursor
+  to 0. Re-reading does not duplicate: event keys are deterministic.
 * Memory is bounded: the file is read in chunks; a line longer than ``max_line_bytes``
   is skipped (and counted) without ever being held whole, even across restarts.
 * Bad lines are counted per reason and skipped: empty, malformed JSON, invalid UTF-8,
@@ -22,13 +22,14 @@ import os
 import stat as stat_mod
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 
+from .. import framing
 from .cursor import Cursor
+from .fingerprint import identity_change, refresh_head, reset_cursor
 
-HEAD_BYTES = 4096  # how much of the file's start identifies it
 CHUNK_BYTES = 1 << 20
 BIG_LINE_BYTES = 4 << 20  # lines over this are released from the buffer before parsing
 
@@ -50,37 +51,11 @@ class Line:
 
 @dataclass(slots=True)
 class ReadResult:
-    reset: str | None = None  # why the cursor went back to 0: replaced | truncated | rewritten
+    reset: str | None = None  # why the cursor went back to 0 (fingerprint.REPLACED...)
     more: bool = False  # the budget ran out before EOF
     gone: bool = False
     changed: bool = False  # anything consumed or counted
     deferred: bool = False  # stopped before a line over BIG_LINE_BYTES (defer_big_lines)
-
-
-def _hash(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def reset_cursor(cursor: Cursor) -> None:
-    cursor.offset = 0
-    cursor.head_len = 0
-    cursor.head_hash = None
-    cursor.skipping = False
-    cursor.state = None
-    cursor.generation += 1
-
-
-def identity_change(cursor: Cursor, st: os.stat_result, fd: int) -> str | None:
-    """Why the file at the cursor's path is no longer the file the cursor describes."""
-    if cursor.ino is not None and (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):
-        return "replaced"
-    if st.st_size < cursor.offset:
-        return "truncated"
-    if cursor.head_len and cursor.head_hash is not None:
-        head = os.pread(fd, cursor.head_len, 0)
-        if len(head) < cursor.head_len or _hash(head) != cursor.head_hash:
-            return "rewritten"
-    return None
 
 
 def _count(cursor: Cursor, reason: str) -> None:
@@ -170,126 +145,204 @@ def read_new_lines(
         cursor.size = st.st_size
         if st.st_size == cursor.offset:
             return result
-        _read_loop(
-            fd, cursor, on_line, result, st.st_size, budget_bytes, max_line_bytes, defer_big_lines
-        )
-        _refresh_head(fd, cursor)
+        _LineReader(
+            fd,
+            cursor,
+            on_line,
+            result,
+            size=st.st_size,
+            budget=budget_bytes,
+            max_line=max_line_bytes,
+            defer_big=defer_big_lines,
+        ).run()
+        refresh_head(fd, cursor)
     finally:
         os.close(fd)
     return result
 
 
-def _read_loop(
-    fd: int,
-    cursor: Cursor,
-    on_line: Callable[[Line], None],
-    result: ReadResult,
-    size: int,
-    budget: int,
-    max_line: int,
-    defer_big: bool,
-) -> None:
-    pos = cursor.offset  # file position of buf[0]
-    buf = bytearray()
-    read_total = 0
-    consumed_any = False
-    while True:
-        if read_total >= budget and consumed_any:
-            result.more = pos + len(buf) < size or bool(buf)
-            return
-        chunk = os.pread(fd, CHUNK_BYTES, pos + len(buf))
-        if not chunk:
-            return  # EOF: a partial line stays in the file for later
-        read_total += len(chunk)
-        if cursor.skipping:
-            nl = chunk.find(b"\n")
-            if nl < 0:
-                pos += len(chunk)
-                cursor.offset = pos  # skip the rest of an over-long line
-                result.changed = True
+@dataclass(slots=True)
+class _Window:
+    """The bytes read from the file and not yet released: ``data[0]`` is at file offset
+    ``base`` and ``data[:start]`` is consumed. Consumed bytes are released once per
+    chunk (or at once after a very long line), not after every line."""
+
+    base: int
+    data: bytearray = field(default_factory=bytearray)
+    start: int = 0
+
+    def at(self, index: int) -> int:
+        """The file offset of ``data[index]``."""
+        return self.base + index
+
+    @property
+    def end(self) -> int:
+        """The file offset just past what has been read."""
+        return self.base + len(self.data)
+
+    @property
+    def pending(self) -> bool:
+        """Read but not consumed: the start of a partial line."""
+        return len(self.data) > self.start
+
+    def consume_to(self, offset: int) -> None:
+        if offset >= self.end:
+            # Past everything read (a skipped or exactly read line): nothing is kept.
+            self.data.clear()
+            self.base, self.start = offset, 0
+        else:
+            self.start = offset - self.base
+
+    def release(self) -> None:
+        del self.data[: self.start]
+        self.base += self.start
+        self.start = 0
+
+
+class _LineReader:
+    """One read of one file: frames its bytes into lines (framing.py), hands each
+    decoded line on, and moves the cursor over what it consumed. ``_consume_to`` is the
+    one place the offset moves."""
+
+    def __init__(
+        self,
+        fd: int,
+        cursor: Cursor,
+        on_line: Callable[[Line], None],
+        result: ReadResult,
+        *,
+        size: int,
+        budget: int,
+        max_line: int,
+        defer_big: bool,
+    ) -> None:
+        self.fd = fd
+        self.cursor = cursor
+        self.on_line = on_line
+        self.result = result
+        self.size = size
+        self.budget = budget
+        self.max_line = max_line
+        self.defer_big = defer_big
+        self.window = _Window(cursor.offset)
+        self.read_total = 0
+        # The budget ends a read only once a line was consumed, so every read makes
+        # progress however long the line.
+        self.line_consumed = False
+
+    def run(self) -> None:
+        while not (self.line_consumed and self.read_total >= self.budget):
+            chunk = os.pread(self.fd, CHUNK_BYTES, self.window.end)
+            if not chunk:
+                return  # EOF: a partial line stays in the file for later
+            self.read_total += len(chunk)
+            self.window.data += chunk
+            if self.cursor.skipping and not self._skip_rest_of_long_line():
                 continue
-            pos += nl + 1
-            cursor.offset = pos
-            cursor.skipping = False
-            chunk = chunk[nl + 1 :]
-        buf += chunk
-        start = 0
+            if not self._consume_lines():
+                return
+        self.result.more = self.window.pending or self.window.end < self.size
+
+    def _consume_to(self, offset: int) -> None:
+        """Everything before file ``offset`` is consumed: the cursor moves there."""
+        self.window.consume_to(offset)
+        self.cursor.offset = offset
+        self.result.changed = True
+
+    def _skip_rest_of_long_line(self) -> bool:
+        """Discard what was read of a line over the cap, up to its newline. True once
+        the line is passed (the bytes after it are framed as usual)."""
+        after = framing.skip_past_newline(self.window.data, self.window.start)
+        if after is None:
+            self._consume_to(self.window.end)
+            return False
+        self.cursor.skipping = False
+        self._consume_to(self.window.at(after))
+        return True
+
+    def _consume_lines(self) -> bool:
+        """Consume every complete line in the window, then deal with the partial line
+        left. False when this read ends here."""
         while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            if defer_big and BIG_LINE_BYTES < nl - start <= max_line:
-                # A big line that arrived whole in the buffer: deferred as well.
-                pos += start
-                cursor.offset = pos
-                result.changed = result.changed or start > 0
-                result.deferred = True
-                return
-            line_offset = pos + start
-            raw = memoryview(buf)[start:nl]
-            obj = None
-            crc = 0
-            if nl - start > max_line:
-                _count(cursor, OVERSIZE)
-            else:
-                obj = decode_line(raw, cursor)
-                crc = zlib.crc32(raw) if obj is not None else 0
-            raw.release()
-            cursor.lines += 1
-            start = nl + 1
-            consumed_any = True
-            if start > BIG_LINE_BYTES:
-                # A very long line: drop its bytes before the adapter sees the decoded
-                # object, so the two are never held at once (the memory bound).
-                del buf[:start]
-                pos += start
-                start = 0
-                cursor.offset = pos
-                result.changed = True
-            if obj is not None:
-                on_line(Line(line_offset, obj, crc))
-        if start:
-            del buf[:start]
-            pos += start
-            cursor.offset = pos
-            result.changed = True
-        if len(buf) > min(BIG_LINE_BYTES, max_line):
-            # A long partial line. Find its end by scanning ahead without keeping what
-            # is scanned; then read it once into a buffer of exactly its size (growing
-            # a buffer chunk by chunk would hold up to twice the line).
-            line_len = _find_line_end(fd, pos, len(buf), max_line)
-            if line_len is None:
-                return  # not complete yet: wait for its newline
-            if line_len > max_line:
-                # Over the cap: never hold it whole. Skip to its newline, even across
-                # reads and restarts (cursor.skipping is persisted).
-                _count(cursor, OVERSIZE)
-                pos += len(buf)
-                buf.clear()
-                cursor.offset = pos
-                cursor.skipping = True
-                consumed_any = True
-                result.changed = True
-                continue
-            if defer_big:
-                # The caller wants big lines later (while another process is parsing,
-                # two big working sets would add up): stop before it, offset untouched.
-                result.deferred = True
-                return
-            line = _read_exact(fd, pos, line_len, buf)
-            buf.clear()
-            line_offset = pos
-            pos += line_len + 1
-            read_total += line_len
-            cursor.offset = pos
-            cursor.lines += 1
-            consumed_any = True
-            result.changed = True
-            crc = zlib.crc32(line)
-            obj = decode_big_line(line, cursor)
-            del line  # released before the adapter sees the decoded object
-            if obj is not None:
-                on_line(Line(line_offset, obj, crc))
+            framed = framing.next_line(self.window.data, self.window.start, self.max_line)
+            match framed:
+                case framing.Line() if self.defer_big and framed.length > BIG_LINE_BYTES:
+                    # A big line that arrived whole in the window: deferred as well.
+                    self.result.deferred = True
+                    return False
+                case framing.Line(start, end):
+                    self._take_line(start, end, over_cap=False)
+                case framing.TooLong(start, int() as end):
+                    self._take_line(start, end, over_cap=True)
+                case framing.TooLong(_, None):
+                    self._start_skipping()
+                    return True
+                case framing.NeedMore():
+                    break
+        self.window.release()
+        if len(self.window.data) > BIG_LINE_BYTES:
+            return self._read_big_line()
+        return True
+
+    def _take_line(self, start: int, end: int, *, over_cap: bool) -> None:
+        """The line ``window.data[start:end]``: decoded (or counted) and consumed."""
+        line_offset = self.window.at(start)
+        obj = None
+        crc = 0
+        if over_cap:
+            _count(self.cursor, OVERSIZE)
+        else:
+            raw = memoryview(self.window.data)[start:end]
+            obj = decode_line(raw, self.cursor)
+            crc = zlib.crc32(raw) if obj is not None else 0
+            raw.release()  # the window cannot be resized while a view of it exists
+        self.cursor.lines += 1
+        self.line_consumed = True
+        self._consume_to(self.window.at(end + 1))
+        if self.window.start > BIG_LINE_BYTES:
+            # A very long line: drop its bytes before the adapter sees the decoded
+            # object, so the two are never held at once (the memory bound).
+            self.window.release()
+        if obj is not None:
+            self.on_line(Line(line_offset, obj, crc))
+
+    def _start_skipping(self) -> None:
+        """A line over the cap: never hold it whole. Count it, drop what was read of it
+        and skip to its newline, even across reads and restarts (cursor.skipping is
+        persisted)."""
+        _count(self.cursor, OVERSIZE)
+        self._consume_to(self.window.end)
+        self.cursor.skipping = True
+        self.line_consumed = True
+
+    def _read_big_line(self) -> bool:
+        """The window holds only the start of a line over BIG_LINE_BYTES, within the cap
+        so far. Find its end by scanning ahead without keeping what is scanned; then
+        read it once into a buffer of exactly its size (growing a buffer chunk by chunk
+        would hold up to twice the line). False when this read ends here."""
+        line_offset = self.window.base
+        line_len = _find_line_end(self.fd, line_offset, len(self.window.data), self.max_line)
+        if line_len is None:
+            return False  # not complete yet: wait for its newline
+        if line_len > self.max_line:
+            self._start_skipping()
+            return True
+        if self.defer_big:
+            # The caller wants big lines later (while another process is parsing, two
+            # big working sets would add up): stop before it, offset untouched.
+            self.result.deferred = True
+            return False
+        line = _read_exact(self.fd, line_offset, line_len, self.window.data)
+        self.read_total += line_len
+        self.cursor.lines += 1
+        self.line_consumed = True
+        self._consume_to(line_offset + line_len + 1)  # releases the window's copy
+        crc = zlib.crc32(line)
+        obj = decode_big_line(line, self.cursor)
+        del line  # released before the adapter sees the decoded object
+        if obj is not None:
+            self.on_line(Line(line_offset, obj, crc))
+        return True
 
 
 def _find_line_end(fd: int, start: int, known: int, max_line: int) -> int | None:
@@ -322,17 +375,6 @@ def _read_exact(fd: int, start: int, length: int, head: bytearray) -> bytearray:
         line[at : at + len(chunk)] = chunk
         at += len(chunk)
     return line
-
-
-def _refresh_head(fd: int, cursor: Cursor) -> None:
-    """Hash the file's first bytes, but only those already consumed (complete lines),
-    so a partial line still being written never looks like a rewrite."""
-    want = min(HEAD_BYTES, cursor.offset)
-    if want > cursor.head_len:
-        head = os.pread(fd, want, 0)
-        if len(head) == want:
-            cursor.head_len = want
-            cursor.head_hash = _hash(head)
 
 
 def read_document(path: str, max_bytes: int) -> tuple[bytes | None, os.stat_result | None]:

@@ -10,14 +10,19 @@ anywhere still loses and duplicates nothing: an uncommitted round is simply read
 
 Live appends are never sent to a worker (the pool only exists during a backfill and
 is shut down when the daemon is live), so live latency has no inter-process hop.
+
+``BackfillPool`` is the processes; ``BackfillScheduler`` is the policy the daemon's
+loop asks, file by file, who reads what.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 
 import structlog
 
@@ -31,13 +36,17 @@ log = structlog.get_logger("agentsrc.workers")
 
 # Start a pool only for a backlog at least this large: spawning costs a second or so.
 MIN_BACKLOG_BYTES = 64 << 20
+IN_FLIGHT_PER_WORKER = 3
+# The daemon's thread also commits everything, so it parses only a share of the rounds:
+# with one worker, about one round in three (it waits for the workers otherwise).
+MAIN_SHARE_INVERSE = 2
 
 
 def min_backlog_bytes() -> int:
     """MIN_BACKLOG_BYTES, or $AGENTSRC_WORKER_MIN_BACKLOG (bytes; tests use a small one)."""
     env = os.environ.get("AGENTSRC_WORKER_MIN_BACKLOG", "").strip()
     return int(env) if env.isdigit() else MIN_BACKLOG_BYTES
-IN_FLIGHT_PER_WORKER = 3
+
 
 _worker_ingestor: Ingestor | None = None
 
@@ -104,7 +113,20 @@ def worker_count() -> int:
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
+@dataclass(slots=True)
+class WorkerRound:
+    """A file round a worker finished: its batch (prepared for the store) and the
+    cursor it advanced, to be committed together."""
+
+    path: str
+    batch: Batch
+    round: FileRound
+    cursor: Cursor
+
+
 class BackfillPool:
+    """The worker processes, and the file rounds in their hands."""
+
     def __init__(self, cfg: Config, log_level: str = "info", json_logs: bool | None = None):
         self.size = worker_count()
         self._executor = ProcessPoolExecutor(
@@ -133,10 +155,10 @@ class BackfillPool:
             return False
         return True
 
-    def done(self, wait: bool = False) -> list[tuple[str, Batch, FileRound, Cursor] | str]:
-        """Finished rounds: (path, batch, round, cursor), or the bare path of a round
-        that failed (to be read again in the daemon's own thread)."""
-        out: list[tuple[str, Batch, FileRound, Cursor] | str] = []
+    def done(self, wait: bool = False) -> list[WorkerRound]:
+        """The rounds finished (all of them with ``wait``). A round whose worker died is
+        dropped: its file stays pending and is read again in the daemon's own thread."""
+        out: list[WorkerRound] = []
         for path, fut in list(self.in_flight.items()):
             if not (wait or fut.done()):
                 continue
@@ -145,9 +167,8 @@ class BackfillPool:
                 batch, rnd, cursor = fut.result()
             except Exception as exc:  # a dead worker: the daemon reads it itself
                 self._broke(exc)
-                out.append(path)
                 continue
-            out.append((path, batch, rnd, cursor))
+            out.append(WorkerRound(path, batch, rnd, cursor))
         return out
 
     def wait_any(self, timeout: float) -> None:
@@ -161,3 +182,112 @@ class BackfillPool:
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+class BackfillScheduler:
+    """Who reads each pending file during a large backfill: the daemon's own thread or
+    a worker process, or nobody yet. The daemon's loop calls ``begin_round``, then
+    ``collect`` and ``place`` for each pending file, then ``end_round``; ``close`` when
+    nothing is pending. Finished worker rounds go to ``commit_round`` (the daemon's:
+    it commits every batch itself).
+
+    The pool is started once per daemon life, for a backlog of at least
+    ``min_backlog_bytes()``, and closed when its work is done; without it every file is
+    read by the daemon's thread. While it runs, lines over BIG_LINE_BYTES are deferred
+    (``Ingestor.defer_big_lines``): their files wait in ``deferred`` and are read by the
+    daemon once the workers are gone, so two big working sets never add up.
+    """
+
+    def __init__(
+        self,
+        cfg: Config,
+        commit_round: Callable[[WorkerRound], None],
+        *,
+        budget_bytes: int,
+        log_level: str = "info",
+        json_logs: bool | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.commit_round = commit_round
+        self.budget_bytes = budget_bytes  # per file round, as in the daemon's own rounds
+        self.log_level = log_level
+        self.json_logs = json_logs
+        # Worker processes for large backfills (AGENTSRC_WORKERS=0 turns them off).
+        self.enabled = worker_count() > 0
+        self.pool: BackfillPool | None = None
+        self._pool_used = False
+        self.deferred: set[str] = set()  # files waiting for the workers to finish
+        self.rounds_here = 0
+        self.rounds_in_workers = 0
+
+    def begin_round(
+        self, pending: Collection[str], backlog_bytes: Callable[[], int], ingestor: Ingestor
+    ) -> None:
+        """Before a round over ``pending``: start the pool for a large backlog, or close
+        it once it has nothing in hand and nothing it may take."""
+        if self.pool is not None:
+            takeable = not self.pool.broken and any(p not in self.deferred for p in pending)
+            if not (self.pool.in_flight or takeable):
+                self.close(ingestor)
+            return
+        if not self._pool_used and self.enabled and backlog_bytes() >= min_backlog_bytes():
+            self._pool_used = True  # one pool per daemon life: a backfill happens once
+            self.pool = BackfillPool(self.cfg, self.log_level, self.json_logs)
+            ingestor.defer_big_lines = True
+            log.info("backfill_workers", workers=self.pool.size)
+
+    def collect(self, wait: bool = False) -> None:
+        """Hand the rounds the workers finished to ``commit_round``."""
+        if self.pool is None:
+            return
+        for done in self.pool.done(wait=wait):
+            self.rounds_in_workers += 1
+            self.commit_round(done)
+
+    def place(self, spec: sources.SourceSpec, ingestor: Ingestor) -> bool:
+        """True when the daemon's thread reads this file now. False when a worker has
+        it (or just took it), it is deferred, or the thread has done its share of the
+        rounds and waited for the workers instead."""
+        pool = self.pool
+        if pool is not None:
+            if spec.path in pool.in_flight or spec.path in self.deferred:
+                return False
+            if pool.has_room and pool.submit(spec, ingestor.cursor_for(spec), self.budget_bytes):
+                return False
+            worker_rounds = self.rounds_in_workers + len(pool.in_flight)
+            if self.rounds_here * MAIN_SHARE_INVERSE > worker_rounds * pool.size:
+                pool.wait_any(timeout=0.2)
+                return False
+        self.rounds_here += 1
+        return True
+
+    def end_round(self, pending: Collection[str], stopping: bool) -> None:
+        """After a round: collect what the workers finished (all of it when stopping)."""
+        if self.pool is None:
+            return
+        if stopping or all(p in self.pool.in_flight or p in self.deferred for p in pending):
+            # Nothing left for the daemon's thread: wait for the workers (briefly, so
+            # the loop still pings the watchdog and notices file events).
+            self.pool.wait_any(timeout=0.2)
+        self.collect(wait=stopping)
+
+    def defer(self, path: str) -> None:
+        """A line over BIG_LINE_BYTES comes next in this file: it waits for the pool to
+        close (see the class docstring)."""
+        self.deferred.add(path)
+
+    def close(self, ingestor: Ingestor) -> None:
+        """Commit the rounds in the workers' hands (one file round each), then stop
+        them; deferred files are read by the daemon's thread from now on."""
+        if self.pool is None:
+            return
+        self.collect(wait=True)
+        ingestor.defer_big_lines = False
+        self.deferred.clear()
+        log.info(
+            "backfill_workers_done",
+            rounds_in_workers=self.rounds_in_workers,
+            rounds_here=self.rounds_here,
+        )
+        self.pool.shutdown()
+        self.pool = None

@@ -216,11 +216,8 @@ def subscribe_backlog(
     )
 
 
-def build_methods(
-    status: Callable[[Reader], dict[str, Any]],
-    extra: dict[str, Handler] | None = None,
-) -> dict[str, Handler]:
-    methods: dict[str, Handler] = {
+def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handler]:
+    return {
         "status": lambda reader, params: status(reader),
         "sessions.list": sessions_list,
         "sessions.get": sessions_get,
@@ -234,6 +231,3 @@ def build_methods(
         "documents.list": lambda reader, params: {"documents": reader.documents()},
         "findings.report": findings_report,
     }
-    if extra:
-        methods.update(extra)
-    return methods

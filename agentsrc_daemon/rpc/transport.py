@@ -1,4 +1,6 @@
-"""The socket server: JSON-RPC 2.0 over a Unix socket, one JSON object per line.
+"""The socket server: JSON-RPC 2.0 over a Unix socket, one JSON object per line
+(framed by framing.py; a request over MAX_REQUEST_BYTES gets an error and the rest of
+it is discarded, never held).
 
 Transport only: method handlers live in rpc.py. Each connection gets a thread and its
 own read-only database connection. ``subscribe`` turns a connection into a stream of
@@ -26,6 +28,7 @@ from typing import Any
 import orjson
 import structlog
 
+from .. import framing
 from ..store import Reader
 
 log = structlog.get_logger("agentsrc.server")
@@ -212,6 +215,8 @@ class Server:
         try:
             reader = Reader(self.db_path)
             buf = bytearray()
+            # Inside a request over the cap: its error is sent, the rest is dropped up
+            # to its newline.
             discarding = False
             while not self._stopping.is_set():
                 try:
@@ -221,30 +226,34 @@ class Server:
                 if not chunk:
                     return
                 buf += chunk
+                start = 0
                 while True:
-                    nl = buf.find(b"\n")
-                    if nl < 0:
-                        if len(buf) > MAX_REQUEST_BYTES:
-                            if not discarding:
-                                conn.sendall(
-                                    _error_line(None, INVALID_REQUEST, "request over 1 MiB")
-                                )
-                                log.warning("request_too_large")
-                            discarding = True
-                            buf.clear()
-                        break
-                    line = bytes(buf[:nl])
-                    del buf[: nl + 1]
                     if discarding:
-                        discarding = False  # the tail of the over-long request
-                        continue
-                    if len(line) > MAX_REQUEST_BYTES:
+                        after = framing.skip_past_newline(buf, start)
+                        if after is None:
+                            start = len(buf)
+                            break
+                        discarding = False
+                        start = after
+                    framed = framing.next_line(buf, start, MAX_REQUEST_BYTES)
+                    if isinstance(framed, framing.NeedMore):
+                        break
+                    if isinstance(framed, framing.TooLong):
                         conn.sendall(_error_line(None, INVALID_REQUEST, "request over 1 MiB"))
+                        if framed.end is None:
+                            log.warning("request_too_large")
+                            discarding = True
+                            start = len(buf)
+                            break
+                        start = framed.end + 1
                         continue
+                    line = bytes(buf[framed.start : framed.end])
+                    start = framed.next_start
                     if not line.strip():
                         continue
                     if self._handle_line(conn, reader, line):
                         return  # the connection became a subscription and ended
+                del buf[:start]
         except Exception as exc:  # never let one client take the server down
             log.warning("connection_error", error=type(exc).__name__)
         finally:

@@ -1,0 +1,143 @@
+"""One ingest round on real files, without the daemon: adapter crashes are counted as
+the file's ``adapter_error`` skips (not drift), and document files get adapter state
+kept across their versions like JSONL files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from structlog.testing import capture_logs
+
+from agentsrc_daemon.adapters import ADAPTERS, claude
+from agentsrc_daemon.events import AGENTS, Event, Record, SessionFacts
+from agentsrc_daemon.ingest import sources
+from agentsrc_daemon.ingest.round import ADAPTER_ERROR, Ingestor
+from agentsrc_daemon.store import Batch, Reader, Store
+
+SID = "0b8a6a2e-0000-4000-8000-000000000001"
+SECRET_WORDS = "the user's own words"
+
+
+def claude_line(uuid: str, kind: str) -> bytes:
+    message: dict[str, Any] = (
+        {"role": "user", "content": SECRET_WORDS}
+        if kind == "user"
+        else {"id": f"msg_{uuid}", "role": "assistant", "model": "m", "content": "hi"}
+    )
+    return orjson.dumps(
+        {
+            "type": kind,
+            "sessionId": SID,
+            "uuid": uuid,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "cwd": "/work/proj",
+            "version": "2.1.0",
+            "message": message,
+        }
+    ) + b"\n"
+
+
+def test_the_registry_has_every_agent() -> None:
+    assert sorted(ADAPTERS) == sorted(AGENTS)
+    assert all(name == adapter.name for name, adapter in ADAPTERS.items())
+
+
+def test_adapter_crash_is_counted_per_line_not_drift(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(line: Any) -> list[Record]:
+        raise ValueError(SECRET_WORDS)  # a message quoting content is never logged
+
+    monkeypatch.setattr(claude, "_user", boom)
+    path = tmp_path / "proj" / f"{SID}.jsonl"
+    path.parent.mkdir()
+    lines = [claude_line("u1", "user"), claude_line("a1", "assistant"), claude_line("u2", "user")]
+    path.write_bytes(b"".join(lines))
+    spec = sources.SourceSpec(str(path), "claude-code", sources.JSONL, str(tmp_path))
+    ingestor = Ingestor(max_line_bytes=1 << 20)
+    batch = Batch()
+    with capture_logs() as logs:
+        rnd = ingestor.ingest(spec, batch, 1 << 20)
+    cursor = ingestor.cursors[str(path)]
+    assert cursor.skipped == {ADAPTER_ERROR: 2}
+    assert cursor.offset == path.stat().st_size and cursor.lines == 3  # the file goes on
+    assert rnd.bytes == path.stat().st_size and not rnd.more
+    assert batch.drift == []
+    assert [(e.kind, e.key) for e in batch.events] == [("message", "claude-code:message:msg_a1")]
+    assert logs == [
+        {"event": "adapter_error", "path": str(path), "offset": 0, "error": "ValueError",
+         "log_level": "warning"},
+        {"event": "adapter_error", "path": str(path), "offset": len(lines[0]) + len(lines[1]),
+         "error": "ValueError", "log_level": "warning"},
+    ]
+    # As status shows it (status.skipped is the sum over files).
+    store = Store(tmp_path / "db.sqlite")
+    store.commit(batch)
+    store.close()
+    reader = Reader(tmp_path / "db.sqlite")
+    assert reader.skipped_totals() == {ADAPTER_ERROR: 2}
+    assert reader.drift() == []
+    reader.close()
+
+
+class CountingDocuments:
+    """A document adapter that keeps a count of versions seen in its state, and
+    crashes on documents saying so."""
+
+    name = "muse"
+
+    def initial_state(self, source_path: str) -> dict[str, Any]:
+        return {"versions": 0}
+
+    def parse(
+        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
+        return []
+
+    def parse_document(self, obj: Any, source_path: str, state: dict[str, Any]) -> list[Record]:
+        if obj.get("crash"):
+            raise KeyError("crash")
+        state["versions"] += 1
+        return [SessionFacts(f"muse:{obj['id']}", "muse", obj["id"], model=f"v{state['versions']}")]
+
+
+def test_document_state_persists_across_versions_and_crashes_are_counted(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a" / "sessions" / "sessions.json"
+    path.parent.mkdir(parents=True)
+    spec = sources.SourceSpec(str(path), "muse", sources.DOCUMENT, str(tmp_path))
+    ingestor = Ingestor(max_line_bytes=1 << 20, adapters={"muse": CountingDocuments()})
+    store = Store(tmp_path / "db.sqlite")
+    models = []
+    for version in ({"id": "s1"}, {"id": "s1", "crash": True}, {"id": "s1", "n": 2}):
+        path.write_bytes(orjson.dumps(version))
+        batch = Batch()
+        ingestor.ingest(spec, batch, 1 << 20)
+        store.commit(batch)
+        models += [r.model for r in batch.sessions]
+        # What a restart sees: the state comes back from the store.
+        ingestor.cursors = store.load_cursors()
+    store.close()
+    cursor = ingestor.cursors[str(path)]
+    assert models == ["v1", "v2"]
+    assert cursor.state == {"versions": 2}
+    assert cursor.skipped == {ADAPTER_ERROR: 1}
+
+
+def test_real_adapters_get_a_document_state_and_leave_it(tmp_path: Path) -> None:
+    path = tmp_path / "agent" / "sessions" / "sessions.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(orjson.dumps({"session_id": "s1", "context_window_usage": {"model_id": "m"}}))
+    spec = sources.SourceSpec(str(path), "muse", sources.DOCUMENT, str(tmp_path))
+    ingestor = Ingestor(max_line_bytes=1 << 20)
+    batch = Batch()
+    ingestor.ingest(spec, batch, 1 << 20)
+    cursor = ingestor.cursors[str(path)]
+    assert cursor.state == ADAPTERS["muse"].initial_state(str(path))
+    assert [(s.session_id, s.model) for s in batch.sessions] == [("muse:s1", "m")]
+    assert cursor.skipped == {}
+    assert not [r for r in batch.events if isinstance(r, Event)]
