@@ -87,8 +87,8 @@ MAX_ERROR_CHARS = 500
 # (current versions) or the sentence older versions wrote.
 _WORKSPACE_DIRS = re.compile(r"\*\*Workspace Directories:\*\*[ \t]*\r?\n((?:[ \t]+- [^\n]*\n?)+)")
 _WORKING_DIR = re.compile(r"working in the directory: ([^\n]+)")
-# Shell tool output: "Exit Code: N" in the trailer (older versions always wrote it,
-# "(none)" when there was none; current ones only for a non-zero code).
+# Shell tool output: "Exit Code: N" in the trailer (before 0.27 always written, "(none)"
+# when there was none; since then only for a non-zero code).
 _EXIT_CODE = re.compile(r"^Exit Code: (-?[0-9]+)\s*$")
 _TRAILER = re.compile(r"^(?:Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
 MAX_TRAILER_LINES = 12

@@ -1,4 +1,4 @@
-"""Read, edit and command events derived from the tool calls of all three agents.
+"""Read, edit and command events derived from the tool calls of every agent.
 
 * A TOOL_CALL yields READ and EDIT events: the files the call names (file tools), the
   headers of an apply_patch, or what the shell parser finds in a command line.
@@ -244,7 +244,7 @@ def _gemini_file_tool(
     tool: str, inp: dict[str, Any], cwd: str | None
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Gemini CLI: read_file / write_file / replace name one file; grep_search (named
-    search_file_content before 0.14) shows matching lines unless ``names_only``;
+    search_file_content before 0.28) shows matching lines unless ``names_only``;
     read_many_files reads the plain paths of its ``include`` (``paths`` before) list,
     not its glob patterns."""
     if tool in _GEMINI_GREP_TOOLS:
