@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +22,9 @@ CONTENT_FIELDS = frozenset(
         "patch",
         "input",  # Codex apply_patch custom tool: the raw patch text
         "chars",  # Codex write_stdin
+        "file_text",  # Copilot CLI create / str_replace_editor
+        "old_str",  # Copilot CLI edit / str_replace_editor
+        "new_str",
     }
 )
 MAX_STORED_STRING = 4096
@@ -139,3 +144,14 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
             return {"raw": raw}
         return parsed if isinstance(parsed, dict) else {"raw": raw}
     return {"raw": raw}
+
+
+def stable_digest(value: Any, size: int = 8) -> str:
+    """A short hex digest of a decoded JSON value, the same for equal values whatever
+    their key order. Values orjson cannot encode (integers past 64 bits, which the
+    stdlib parser of very long lines can produce) go through the stdlib encoder."""
+    try:
+        raw = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError
+        raw = json.dumps(value, sort_keys=True, default=repr).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(raw, digest_size=size).hexdigest()

@@ -1,4 +1,4 @@
-"""Read, edit and command events derived from the tool calls of all three agents.
+"""Read, edit and command events derived from the tool calls of every agent.
 
 * A TOOL_CALL yields READ and EDIT events: the files the call names (file tools), the
   headers of an apply_patch, or what the shell parser finds in a command line.
@@ -66,7 +66,39 @@ for _name in ("Read", "Edit", "Write"):
 _SHELL_TOOLS_BY_ADAPTER = {
     "claude-code": {"Bash": "command"},
     "muse": {"Bash": "command", "exec": "command"},
+    "gemini": {"run_shell_command": "command"},
+    "copilot": {"bash": "command", "powershell": "command"},
 }
+# Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
+# directory (before).
+_WORKDIR_KEYS: dict[str, tuple[str, ...]] = {"gemini": ("dir_path", "directory")}
+_DEFAULT_WORKDIR_KEYS = ("workdir", "working_directory")
+# Shell tools whose command lines are never POSIX shell.
+_FOREIGN_SHELL_TOOLS = {"copilot": frozenset({"powershell"})}
+
+# Gemini CLI file tools; path argument names across versions (absolute_path and path
+# before 0.14, file_path and dir_path since).
+_GEMINI_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "read_file": (("file_path", "absolute_path", "path"), READ, OP_READ),
+    "write_file": (("file_path", "path"), EDIT, OP_WRITE),
+    "replace": (("file_path", "path"), EDIT, OP_UPDATE),
+}
+_GEMINI_GREP_TOOLS = frozenset({"grep_search", "search_file_content"})
+_GEMINI_READ_MANY = "read_many_files"
+# Copilot CLI file tools (path), and str_replace_editor's sub-commands.
+_COPILOT_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "view": (("path",), READ, OP_READ),
+    "create": (("path",), EDIT, OP_WRITE),
+    "edit": (("path",), EDIT, OP_UPDATE),
+}
+_COPILOT_EDITOR_COMMANDS = {
+    "view": _COPILOT_FILE_TOOLS["view"],
+    "create": _COPILOT_FILE_TOOLS["create"],
+    "str_replace": _COPILOT_FILE_TOOLS["edit"],
+    "insert": _COPILOT_FILE_TOOLS["edit"],
+    "undo_edit": _COPILOT_FILE_TOOLS["edit"],
+}
+_GLOB_CHARS = frozenset("*?[{")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +128,10 @@ def shell_invocation(
     command = inp.get(key)
     if command is None and key == "cmd":
         command = inp.get("command")
-    workdir = inp.get("workdir") or inp.get("working_directory")
+    workdir = next(
+        (inp.get(k) for k in _WORKDIR_KEYS.get(adapter, _DEFAULT_WORKDIR_KEYS) if inp.get(k)),
+        None,
+    )
     run_cwd = cwd
     if isinstance(workdir, str) and workdir:
         run_cwd = resolve_path(workdir, cwd)
@@ -106,19 +141,22 @@ def shell_invocation(
         return ShellInvocation(argv_to_script(command), run_cwd, not is_foreign_shell(command[0]))
     if not isinstance(command, str) or not command.strip():
         return None
+    if tool in _FOREIGN_SHELL_TOOLS.get(adapter, ()):
+        return ShellInvocation(command, run_cwd, False)
     return ShellInvocation(command, run_cwd, _string_is_posix(adapter, inp, run_cwd))
 
 
 def _string_is_posix(adapter: str, inp: dict[str, Any], cwd: str | None) -> bool:
     """Whether a command *string* is POSIX shell. Codex hands strings to the user's
-    shell, which on Windows is PowerShell; Claude Code runs Bash (Git Bash) there."""
+    shell, which on Windows is PowerShell, and so does Gemini CLI (powershell.exe);
+    Claude Code runs Bash (Git Bash) there."""
     shell = inp.get("shell")
     if isinstance(shell, str) and shell:
         if is_foreign_shell(shell):
             return False
         if shell.replace("\\", "/").rsplit("/", 1)[-1] in SHELLS:
             return True
-    return not (adapter == "codex" and cwd is not None and is_windows_path(cwd))
+    return not (adapter in ("codex", "gemini") and cwd is not None and is_windows_path(cwd))
 
 
 def derive(
@@ -168,6 +206,10 @@ def _derive_from_call(
             reads, edits = _file_tool(_CLAUDE_FILE_TOOLS, tool, inp, event.cwd)
     elif event.adapter == "muse":
         reads, edits = _file_tool(_MUSE_FILE_TOOLS, tool, inp, event.cwd)
+    elif event.adapter == "gemini":
+        reads, edits = _gemini_file_tool(tool, inp, event.cwd)
+    elif event.adapter == "copilot":
+        reads, edits = _copilot_file_tool(tool, inp, event.cwd)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None
@@ -196,6 +238,48 @@ def _file_tool(
     if path is None:
         return [], []
     return ([(path, op)], []) if kind == READ else ([], [(path, op)])
+
+
+def _gemini_file_tool(
+    tool: str, inp: dict[str, Any], cwd: str | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Gemini CLI: read_file / write_file / replace name one file; grep_search (named
+    search_file_content before 0.28) shows matching lines unless ``names_only``;
+    read_many_files reads the plain paths of its ``include`` (``paths`` before) list,
+    not its glob patterns."""
+    if tool in _GEMINI_GREP_TOOLS:
+        if inp.get("names_only") is True:
+            return [], []
+        path = _path_arg(inp, ("dir_path", "path"), cwd) or cwd
+        return ([(path, OP_GREP)] if path else []), []
+    if tool == _GEMINI_READ_MANY:
+        reads: list[tuple[str, str]] = []
+        for key in ("include", "paths"):
+            entries = inp.get(key)
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, str) and not _GLOB_CHARS.intersection(entry):
+                    path = _path_arg({"p": entry}, ("p",), cwd)
+                    if path is not None and (path, OP_READ) not in reads:
+                        reads.append((path, OP_READ))
+        return reads, []
+    return _file_tool(_GEMINI_FILE_TOOLS, tool, inp, cwd)
+
+
+def _copilot_file_tool(
+    tool: str, inp: dict[str, Any], cwd: str | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Copilot CLI: view / create / edit (path), str_replace_editor by its ``command``,
+    grep with ``output_mode: "content"`` (the other modes list names or counts)."""
+    if tool == "str_replace_editor":
+        command = inp.get("command")
+        entry = _COPILOT_EDITOR_COMMANDS.get(command) if isinstance(command, str) else None
+        return _file_tool({tool: entry}, tool, inp, cwd) if entry else ([], [])
+    if tool == "grep":
+        if inp.get("output_mode") != "content":
+            return [], []
+        path = _path_arg(inp, ("path",), cwd) or cwd
+        return ([(path, OP_GREP)] if path else []), []
+    return _file_tool(_COPILOT_FILE_TOOLS, tool, inp, cwd)
 
 
 def _path_arg(inp: dict[str, Any], keys: tuple[str, ...], cwd: str | None) -> str | None:

@@ -1,0 +1,841 @@
+"""GitHub Copilot CLI session logs -> normalized records.
+
+Copilot CLI keeps its state in ``~/.copilot`` (``$COPILOT_HOME`` when set). Three
+layouts (docs/formats.md, Copilot section):
+
+* ``session-state/<sessionId>/events.jsonl`` (current), beside a ``workspace.yaml``;
+* ``session-state/<sessionId>.jsonl`` (the first versions of that format);
+* ``history-session-state/session_<sessionId>_<ms>.json`` (before 0.0.342): one JSON
+  document ``{sessionId, startTime, chatMessages[...], timeline[...]}``, read by
+  ``parse_document``.
+
+The JSONL lines are ``{type, data, id, parentId, timestamp}`` events, append-only; an
+event of a sub-agent carries ``agentId``. A user prompt opens a turn, which the next
+prompt, an ``abort`` or the session's ``shutdown`` closes (``assistant.turn_start`` /
+``turn_end`` mark each model call of the agent loop, not turns in our sense).
+
+Token usage: ``assistant.message`` carries only ``outputTokens`` (the per-call
+``assistant.usage`` events are never persisted); ``session.shutdown`` carries each
+model's totals (input with cache reads and writes, output, reasoning). Output is counted
+as messages arrive, and a shutdown adds, per model, what its totals hold beyond what was
+already counted, so nothing is counted twice (see ``_on_shutdown``).
+
+The module is pure. ``parse_workspace_yaml`` and ``workspace_records`` read the
+``workspace.yaml`` beside a session (no YAML library: only its top-level ``key: value``
+lines); ``seed_cwd`` hands a cwd to the per-file state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..events import (
+    COMPACTION,
+    DIRECTIVE,
+    ERROR,
+    MESSAGE,
+    PROMPT,
+    REASONING,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USAGE,
+    Drift,
+    Event,
+    Record,
+    SessionFacts,
+    TurnFacts,
+    line_key,
+    session_key,
+)
+from .common import as_dict as _dict
+from .common import first_line, normalize_ts, stable_digest, summarize_input
+from .common import nonempty_str as _str
+from .common import parse_arguments as _parse_arguments
+
+NAME = "copilot"
+STATE_SCHEMA = 1
+
+# Persisted event types that carry nothing we record (UI state, hooks, permissions,
+# per-call loop markers, metadata we take from elsewhere).
+IGNORED_TYPES = frozenset(
+    {
+        "system.message",  # the system prompt
+        "system.notification",
+        "assistant.turn_start",  # one model call of the agent loop
+        "assistant.turn_end",
+        "session.info",
+        "session.warning",
+        "session.compaction_start",  # its _complete carries the outcome
+        "session.context_cleared",
+        "session.usage_checkpoint",  # cost accounting, no tokens
+        "session.remote_steerable_changed",
+        "session.mode_changed",
+        "session.plan_changed",
+        "session.permissions_changed",
+        "session.session_limits_changed",
+        "session.workspace_file_changed",
+        "session.schedule_created",
+        "session.schedule_cancelled",
+        "session.schedule_rearmed",
+        "session.autopilot_objective_changed",
+        "session.task_complete",
+        "session.handoff",
+        "session.binary_asset",
+        "session.auto_mode_resolved",
+        "session.canvas.recorded",
+        "session.canvas.removed",
+        "hook.start",  # hook.start repeats the tool result it is given
+        "hook.end",
+        "permission.requested",  # repeats the call's diff and new contents
+        "permission.completed",
+        "skill.invoked",
+        "subagent.started",
+        "subagent.completed",
+        "subagent.failed",
+        "subagent.selected",
+        "subagent.deselected",
+        "tool_search.activated",
+        "external_tool.requested",
+        "external_tool.completed",
+    }
+)
+SHELL_TOOLS = frozenset({"bash", "powershell"})
+# Written content in Copilot tool inputs, handed to the secret scanner (the stored
+# input keeps only its size, see common.CONTENT_FIELDS).
+WRITTEN_FIELDS = (("file_text", "write"), ("new_str", "new_string"))
+INTERRUPTED_CODES = frozenset({"cancelled", "canceled", "aborted", "interrupted"})
+_EXITED = re.compile(r"<[^<>\n]*\bexit code (-?[0-9]+)>\s*$")
+
+MAX_PENDING_CALLS = 2000
+MAX_PENDING_INPUT_BYTES = 64 * 1024  # bigger inputs are kept summarized in the state
+MAX_TITLE_CHARS = 120
+MAX_ERROR_CHARS = 500
+MAX_DOC_ENTRIES = 4096
+USAGE_FIELDS = (
+    "inputTokens",
+    "outputTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+    "reasoningTokens",
+)
+
+_SESSION_FILE = re.compile(r"^session_(.+)_[0-9]+\.json$")
+
+
+# --------------------------------------------------------------------------- helpers for ingest
+
+
+def parse_workspace_yaml(text: str) -> dict[str, str | None]:
+    """The top-level ``key: value`` lines of a ``workspace.yaml``: plain scalars, single-
+    or double-quoted strings; ``null``/``~``/nothing is None. Nested blocks, lists and
+    block scalars (``|``, ``>``) are not read: their key maps to None."""
+    out: dict[str, str | None] = {}
+    for raw in text.splitlines():
+        if not raw or raw[0] in " \t#-" or raw.startswith("---") or ":" not in raw:
+            continue
+        key, _, rest = raw.partition(":")
+        key = key.strip()
+        if not key or (rest and rest[0] not in " \t"):
+            continue  # "a:b" is a plain scalar, not a mapping key
+        out[key] = _yaml_scalar(rest.strip())
+    return out
+
+
+def _yaml_scalar(value: str) -> str | None:
+    if value in ("", "~", "null", "Null", "NULL") or value[0] in "|>&*!{[":
+        return None
+    if value[0] == "'":
+        end = value.rfind("'")
+        return value[1:end].replace("''", "'") if end > 0 else None
+    if value[0] == '"':
+        end = value.rfind('"')
+        if end <= 0:
+            return None
+        try:
+            decoded = json.loads(value[: end + 1])
+        except ValueError:
+            return value[1:end]
+        return decoded if isinstance(decoded, str) else None
+    comment = value.find(" #")
+    return (value[:comment] if comment >= 0 else value).rstrip() or None
+
+
+def workspace_records(text: str, source_path: str) -> list[Record]:
+    """SessionFacts from a session's ``workspace.yaml``: its cwd, creation and update
+    times, and a title when the user named the session (``user_named: true``) or Copilot
+    summarized it. The session is the file's ``id``, else its directory's name."""
+    fields = parse_workspace_yaml(text)
+    native = fields.get("id") or os.path.basename(os.path.dirname(source_path)) or None
+    if not native:
+        return []
+    title = fields.get("name") if fields.get("user_named") == "true" else fields.get("summary")
+    facts = SessionFacts(
+        session_id=session_key(NAME, native),
+        agent=NAME,
+        native_id=native,
+        cwd=fields.get("cwd"),
+        started_at=normalize_ts(fields.get("created_at")),
+        last_event_at=normalize_ts(fields.get("updated_at")),
+        title=(first_line(title, MAX_TITLE_CHARS) or None) if title else None,
+    )
+    return [facts]
+
+
+def seed_cwd(state: dict[str, Any], cwd: str | None) -> None:
+    """Give a file's state a cwd the ingest layer found (``workspace.yaml``): events carry
+    it until the log names its own (``session.start`` context)."""
+    if cwd and not _str(state.get("cwd")):
+        state["cwd"] = cwd
+
+
+# --------------------------------------------------------------------------- small readers
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(0, value)
+    if isinstance(value, float) and value == value and abs(value) < 1e18:
+        return max(0, int(value))
+    return 0
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _native_from_path(source_path: str) -> str:
+    base = os.path.basename(source_path)
+    if base == "events.jsonl":
+        return os.path.basename(os.path.dirname(source_path)) or "unknown"
+    match = _SESSION_FILE.match(base)
+    if match:
+        return match.group(1)
+    return base.rsplit(".", 1)[0] if "." in base else base or "unknown"
+
+
+def _table(state: dict[str, Any], name: str) -> dict[str, Any]:
+    table = state.get(name)
+    if not isinstance(table, dict):
+        table = {}
+        state[name] = table
+    return table
+
+
+def _remember(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
+    table.pop(key, None)
+    table[key] = value
+    while len(table) > cap:
+        del table[next(iter(table))]
+
+
+def _fresh_state(source_path: str) -> dict[str, Any]:
+    return {
+        "schema": STATE_SCHEMA,
+        "session": _native_from_path(source_path),
+        "version": None,
+        "cwd": None,
+        "model": None,  # the model in use
+        "reported_model": None,  # last model sent in SessionFacts
+        "turn": None,  # the latest turn (its prompt's key)
+        "turn_open": False,
+        "turn_model": None,
+        "last_ts": None,
+        "titled": False,
+        "reasoning_events": False,  # assistant.reasoning seen: messages' reasoning is not
+        "pending": {},  # toolCallId -> {"tool", "input"}: calls emitted, awaiting results
+        "usage_counted": {},  # model -> [in, out, cache read, cache write, reasoning]
+        "usage_shutdown": {},  # model -> the totals of the last shutdown
+        "doc": {},  # parse_document: timeline entry id -> digest of the version seen
+    }
+
+
+def _ensure_state(state: dict[str, Any], source_path: str) -> None:
+    if state.get("schema") == STATE_SCHEMA:
+        return
+    for key, value in _fresh_state(source_path).items():
+        state.setdefault(key, value)
+    state["schema"] = STATE_SCHEMA
+
+
+# --------------------------------------------------------------------------- line context
+
+
+@dataclass
+class _Line:
+    source_path: str
+    offset: int
+    state: dict[str, Any]
+    ts: str | None
+    event_id: str | None
+    subagent_id: str | None
+    out: list[Record] = field(default_factory=list)
+    emitted: int = 0
+
+    @property
+    def native_id(self) -> str:
+        return str(self.state["session"])
+
+    @property
+    def session_id(self) -> str:
+        return session_key(NAME, self.native_id)
+
+    @property
+    def version(self) -> str:
+        return _str(self.state.get("version")) or "unknown"
+
+    @property
+    def turn_id(self) -> str | None:
+        turn = self.state.get("turn")
+        return turn if self.state.get("turn_open") and isinstance(turn, str) else None
+
+    def key(self, suffix: str | None = None) -> str:
+        """``copilot:<session>:<event id>[:suffix]``, or where the line sits."""
+        if self.event_id is None:
+            n = self.emitted
+            self.emitted += 1
+            return line_key(self.source_path, self.offset, n)
+        base = f"{NAME}:{self.native_id}:{self.event_id}"
+        return f"{base}:{suffix}" if suffix else base
+
+    def event(self, kind: str, key: str, **fields: Any) -> Event:
+        fields.setdefault("turn_id", self.turn_id)
+        fields.setdefault("cwd", _str(self.state.get("cwd")))
+        ev = Event(
+            key=key,
+            session_id=self.session_id,
+            kind=kind,
+            ts=self.ts,
+            adapter=NAME,
+            source_path=self.source_path,
+            offset=self.offset,
+            subagent_id=self.subagent_id,
+            **fields,
+        )
+        self.out.append(ev)
+        return ev
+
+    def facts(self, **fields: Any) -> None:
+        self.out.append(SessionFacts(self.session_id, NAME, self.native_id, **fields))
+
+    def drift(self, record_type: str) -> None:
+        self.out.append(Drift(NAME, self.version, record_type))
+
+
+# --------------------------------------------------------------------------- turns
+
+
+def _end_turn(line: _Line, status: str, reason: str | None, at_marker: bool = False) -> None:
+    state = line.state
+    turn = line.turn_id
+    if turn is None:
+        return
+    state["turn_open"] = False
+    ended_at = line.ts if at_marker else (_str(state.get("last_ts")) or line.ts)
+    line.event(
+        TURN_END, f"{turn}:end", turn_id=turn, data={"status": status, "reason": reason}
+    ).ts = ended_at
+    line.out.append(TurnFacts(line.session_id, turn, ended_at=ended_at, status=status))
+
+
+def _start_turn(line: _Line, turn: str) -> None:
+    _end_turn(line, "complete", None)
+    state = line.state
+    state["turn"], state["turn_open"] = turn, True
+    cwd = _str(state.get("cwd"))
+    line.event(TURN_START, f"{turn}:start", turn_id=turn)
+    model = _str(state.get("model"))
+    line.out.append(
+        TurnFacts(line.session_id, turn, started_at=line.ts, status="open", cwd=cwd, model=model)
+    )
+    state["turn_model"] = model
+
+
+def _set_model(line: _Line, model: str | None) -> None:
+    if not model:
+        return
+    state = line.state
+    state["model"] = model
+    if state.get("reported_model") != model:
+        state["reported_model"] = model
+        line.facts(model=model)
+    turn = line.turn_id
+    if turn is not None and state.get("turn_model") != model:
+        state["turn_model"] = model
+        line.out.append(TurnFacts(line.session_id, turn, model=model))
+
+
+def _title(line: _Line, text: str) -> None:
+    if line.state.get("titled") or line.subagent_id is not None:
+        return
+    title = first_line(text, MAX_TITLE_CHARS)
+    if title:
+        line.state["titled"] = True
+        line.facts(title=title)
+
+
+# --------------------------------------------------------------------------- events
+
+
+def _on_start(line: _Line, data: dict[str, Any], resumed: bool) -> None:
+    state = line.state
+    if not resumed:
+        native = _str(data.get("sessionId"))
+        if native:
+            state["session"] = native
+        version = _str(data.get("copilotVersion"))
+        if version and version != "unknown":
+            state["version"] = version
+    context = _dict(data.get("context"))
+    cwd = _str(context.get("cwd"))
+    if cwd:
+        state["cwd"] = cwd
+    parent = _str(data.get("detachedFromSpawningParentSessionId"))
+    line.facts(
+        cwd=_str(state.get("cwd")),
+        started_at=None if resumed else normalize_ts(data.get("startTime")) or line.ts,
+        last_event_at=line.ts,
+        version=_str(state.get("version")),
+        originator=None if resumed else _str(data.get("producer")),
+        parent_session_id=session_key(NAME, parent) if parent else None,
+    )
+    _set_model(line, _str(data.get("selectedModel")))
+
+
+def _on_user(line: _Line, data: dict[str, Any]) -> None:
+    text = _text(data.get("content")).strip()
+    if not text:
+        return
+    transformed = _text(data.get("transformedContent"))
+    contents = (
+        [("context", transformed)] if transformed.strip() and transformed.strip() != text else []
+    )
+    source = _str(data.get("source"))
+    if line.subagent_id is not None:
+        # A sub-agent's task: a prompt of the sub-agent, inside the parent's turn.
+        line.event(PROMPT, line.key(), data={"text": text}, contents=contents)
+        return
+    if (source and source != "user") or data.get("isAutopilotContinuation") is True:
+        # Injected by the runtime (a skill's text, another agent, autopilot): not a
+        # prompt, and it neither opens nor closes a turn.
+        line.event(DIRECTIVE, line.key(), data={"text": text, "source": source or "autopilot"})
+        return
+    turn = line.key()
+    _start_turn(line, turn)
+    line.event(PROMPT, turn, data={"text": text}, contents=contents)
+    _title(line, text)
+
+
+def _on_assistant(line: _Line, data: dict[str, Any]) -> None:
+    model = _str(data.get("model"))
+    if line.subagent_id is None:
+        _set_model(line, model)
+    model = model or _str(line.state.get("model"))
+    message_id = _str(data.get("messageId"))
+    text = _text(data.get("content")).strip()
+    if text:
+        key = f"{NAME}:{line.native_id}:message:{message_id}" if message_id else line.key("message")
+        line.event(MESSAGE, key, data={"text": text})
+    reasoning = data.get("reasoningText")
+    if not line.state.get("reasoning_events") and (
+        isinstance(reasoning, str)
+        and reasoning
+        or data.get("reasoningOpaque")
+        or data.get("encryptedContent")
+    ):
+        chars: dict[str, Any] = {"chars": len(reasoning)} if isinstance(reasoning, str) else {}
+        line.event(REASONING, line.key("reasoning"), data=chars)
+    requests = data.get("toolRequests")
+    for request in requests if isinstance(requests, list) else []:
+        request = _dict(request)
+        _emit_call(
+            line,
+            _str(request.get("toolCallId")),
+            _str(request.get("name")),
+            request.get("arguments"),
+        )
+    output = _int(data.get("outputTokens"))
+    if output:
+        _count(line, model, [0, output, 0, 0, 0])
+        line.event(USAGE, line.key("usage"), data=_usage_data([0, output, 0, 0, 0], model))
+
+
+def _emit_call(line: _Line, call_id: str | None, tool: str | None, raw: Any) -> None:
+    pending = _table(line.state, "pending")
+    if call_id and call_id in pending:
+        return  # already emitted from the assistant message (or the execution start)
+    arguments = _parse_arguments(raw)
+    contents = [
+        (label, arguments[name])
+        for name, label in WRITTEN_FIELDS
+        if isinstance(arguments.get(name), str) and arguments[name]
+    ]
+    if call_id:
+        kept = arguments
+        if len(_json_bytes(arguments)) > MAX_PENDING_INPUT_BYTES:
+            kept = summarize_input(arguments)
+        _remember(pending, call_id, {"tool": tool, "input": kept}, MAX_PENDING_CALLS)
+    line.event(
+        TOOL_CALL,
+        f"{NAME}:{line.native_id}:call:{call_id}" if call_id else line.key("call"),
+        tool=tool,
+        call_id=call_id,
+        data={"input": summarize_input(arguments)},
+        input=arguments,
+        contents=contents,
+    )
+
+
+def _json_bytes(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=str)
+    except TypeError:  # an integer past 64 bits
+        return json.dumps(value, default=str).encode()
+
+
+def _on_complete(line: _Line, data: dict[str, Any]) -> None:
+    call_id = _str(data.get("toolCallId"))
+    call = _dict(_table(line.state, "pending").pop(call_id, None)) if call_id else {}
+    tool = _str(call.get("tool"))
+    result = _dict(data.get("result"))
+    error = _dict(data.get("error"))
+    content = _text(result.get("content"))
+    detailed = _text(result.get("detailedContent"))
+    message = _text(error.get("message"))
+    contents = [
+        ("output", text)
+        for text in (content, detailed if detailed != content else "", message)
+        if text
+    ]
+    success = data.get("success")
+    exit_code = None
+    if tool in SHELL_TOOLS:
+        match = _EXITED.search(content)
+        exit_code = int(match.group(1)) if match else None
+    line.event(
+        TOOL_RESULT,
+        f"{NAME}:{line.native_id}:result:{call_id}" if call_id else line.key("result"),
+        tool=tool,
+        call_id=call_id,
+        data={
+            "is_error": (not success) if isinstance(success, bool) else None,
+            "exit_code": exit_code,
+            "duration_ms": None,
+            "output_chars": len(content) or len(message),
+            "interrupted": _str(error.get("code")) in INTERRUPTED_CODES,
+        },
+        input=_dict(call.get("input")) if "input" in call else None,
+        contents=contents,
+    )
+
+
+def _count(line: _Line, model: str | None, counts: list[int]) -> None:
+    counted = _table(line.state, "usage_counted")
+    before = counted.get(model or "")
+    before = (
+        before if isinstance(before, list) and len(before) == len(counts) else [0] * len(counts)
+    )
+    counted[model or ""] = [_int(a) + b for a, b in zip(before, counts, strict=True)]
+
+
+def _usage_data(counts: list[int], model: str | None) -> dict[str, Any]:
+    prompt, output, cache_read, cache_write, reasoning = counts
+    return {
+        "input_tokens": prompt,  # Copilot's input count includes cache reads and writes
+        "output_tokens": output,
+        "cache_read_tokens": cache_read,
+        "cache_creation_tokens": cache_write,
+        "reasoning_tokens": reasoning,
+        "total_tokens": prompt + output,
+        "model": model,
+    }
+
+
+def _on_shutdown(line: _Line, data: dict[str, Any]) -> None:
+    """Per model, the shutdown's totals beyond what was counted since the previous
+    shutdown. Totals that grew since that shutdown are cumulative (the increase is this
+    lifetime's); totals that went down restarted with a resume (they are this lifetime's
+    whole). Output already counted from messages is subtracted, so it counts once."""
+    state = line.state
+    metrics = _dict(data.get("modelMetrics"))
+    counted = _table(state, "usage_counted")
+    previous = _table(state, "usage_shutdown")
+    unknown = counted.pop("", None)
+    if isinstance(unknown, list) and len(metrics) == 1:
+        only = next(iter(metrics))
+        _count(line, only, [_int(v) for v in unknown])
+    for model, metric in metrics.items():
+        usage = _dict(_dict(metric).get("usage"))
+        totals = [_int(usage.get(name)) for name in USAGE_FIELDS]
+        before = previous.get(model)
+        before = (
+            before if isinstance(before, list) and len(before) == len(totals) else [0] * len(totals)
+        )
+        grew = all(t >= _int(b) for t, b in zip(totals, before, strict=True))
+        lifetime = [t - _int(b) for t, b in zip(totals, before, strict=True)] if grew else totals
+        done = counted.get(model)
+        done = done if isinstance(done, list) and len(done) == len(totals) else [0] * len(totals)
+        extra = [max(0, n - _int(d)) for n, d in zip(lifetime, done, strict=True)]
+        previous[model] = totals
+        if any(extra):
+            line.event(USAGE, line.key(f"usage:{model}"), data=_usage_data(extra, model))
+    state["usage_counted"] = {}
+    _end_turn(line, "complete", None)
+    _set_model(line, _str(data.get("currentModel")))
+
+
+def _on_compaction(line: _Line, data: dict[str, Any]) -> None:
+    if data.get("success") is False:
+        message = _text(data.get("error")) or "compaction failed"
+        line.event(
+            ERROR,
+            line.key(),
+            data={"message": message[:MAX_ERROR_CHARS], "error_type": "compaction"},
+        )
+    else:
+        pre = data.get("preCompactionTokens")
+        line.event(
+            COMPACTION,
+            line.key(),
+            data={
+                "trigger": _str(data.get("trigger")),
+                "pre_tokens": _int(pre) if pre is not None else None,
+            },
+        )
+    used = _dict(data.get("compactionTokensUsed"))
+    if used:
+        model = _str(used.get("model")) or _str(line.state.get("model"))
+        counts = [
+            _int(used.get(k))
+            for k in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+        ]
+        counts.append(0)
+        if any(counts):
+            _count(line, model, counts)
+            line.event(USAGE, line.key("usage"), data=_usage_data(counts, model))
+
+
+def _dispatch(line: _Line, kind: str, data: dict[str, Any]) -> None:
+    state = line.state
+    if kind == "session.start":
+        _on_start(line, data, resumed=False)
+    elif kind == "session.resume":
+        _on_start(line, data, resumed=True)
+    elif kind == "session.context_changed":
+        cwd = _str(data.get("cwd"))
+        if cwd and data.get("pendingGitContext") is not True:
+            state["cwd"] = cwd
+    elif kind == "session.model_change":
+        _set_model(line, _str(data.get("newModel")))
+    elif kind == "user.message":
+        _on_user(line, data)
+    elif kind == "assistant.message":
+        _on_assistant(line, data)
+    elif kind == "assistant.reasoning":
+        state["reasoning_events"] = True
+        content = data.get("content")
+        reasoning_id = _str(data.get("reasoningId"))
+        key = f"{NAME}:{line.native_id}:reasoning:{reasoning_id}" if reasoning_id else line.key()
+        line.event(REASONING, key, data={"chars": len(content)} if isinstance(content, str) else {})
+    elif kind in ("tool.execution_start", "tool.user_requested"):
+        _emit_call(
+            line, _str(data.get("toolCallId")), _str(data.get("toolName")), data.get("arguments")
+        )
+    elif kind == "tool.execution_complete":
+        _on_complete(line, data)
+    elif kind == "abort":
+        if line.subagent_id is None:
+            _end_turn(line, "aborted", _str(data.get("reason")), at_marker=True)
+    elif kind == "session.error":
+        message = _text(data.get("message")) or "error"
+        error_type = _str(data.get("errorType")) or "error"
+        line.event(
+            ERROR, line.key(), data={"message": message[:MAX_ERROR_CHARS], "error_type": error_type}
+        )
+    elif kind == "session.compaction_complete":
+        _on_compaction(line, data)
+    elif kind == "session.truncation":
+        pre = data.get("preTruncationTokensInMessages")
+        line.event(
+            COMPACTION,
+            line.key(),
+            data={"trigger": "truncation", "pre_tokens": _int(pre) if pre is not None else None},
+        )
+    elif kind == "session.shutdown":
+        _on_shutdown(line, data)
+    elif kind not in IGNORED_TYPES:
+        line.drift(kind)
+
+
+# --------------------------------------------------------------------------- legacy document
+
+
+def _document(line: _Line, obj: dict[str, Any]) -> None:
+    """``history-session-state/session_<id>_<ms>.json`` (before 0.0.342). The timeline
+    has ids, times and texts; tool outputs come from the OpenAI-style ``chatMessages``
+    (what the model saw). Entries seen before (same digest) are skipped."""
+    state = line.state
+    native = _str(obj.get("sessionId"))
+    if native:
+        state["session"] = native
+    started = normalize_ts(obj.get("startTime"))
+    timeline = obj.get("timeline")
+    if not isinstance(timeline, list):
+        line.drift("document/<no timeline>")
+        return
+    seen = _table(state, "doc")
+    outputs: dict[str, str] | None = None
+    latest: str | None = None
+    for entry in timeline:
+        entry = _dict(entry)
+        entry_id = _str(entry.get("id"))
+        if entry_id is None:
+            continue
+        digest = stable_digest(entry)
+        done = seen.get(entry_id)
+        done = done if isinstance(done, dict) else {}
+        if done.get("h") == digest:
+            continue
+        done["h"] = digest
+        _remember(seen, entry_id, done, MAX_DOC_ENTRIES)
+        line.ts = normalize_ts(entry.get("timestamp"))
+        line.event_id = entry_id
+        latest = max(latest, line.ts) if latest and line.ts else (line.ts or latest)
+        if outputs is None and entry.get("type") == "tool_call_completed":
+            outputs = _tool_outputs(obj.get("chatMessages"))  # built once, when needed
+        _timeline_entry(line, entry, done, outputs or {})
+        state["last_ts"] = line.ts or state.get("last_ts")
+    if started and state.get("doc_started") != started:
+        state["doc_started"] = started
+    else:
+        started = None
+    if started or latest:
+        line.event_id = None
+        line.facts(started_at=started, last_event_at=latest)
+
+
+def _timeline_entry(
+    line: _Line, entry: dict[str, Any], done: dict[str, Any], outputs: dict[str, str]
+) -> None:
+    """One new or changed timeline entry; ``done`` marks the parts already emitted.
+    ``outputs``: the chat's tool messages by call id (what the model saw)."""
+    kind = entry.get("type")
+    text = _text(entry.get("text")).strip()
+    if kind in ("tool_call_requested", "tool_call_completed"):
+        call_id = _str(entry.get("callId"))
+        if not done.get("c"):
+            done["c"] = 1
+            _emit_call(line, call_id, _str(entry.get("name")), entry.get("arguments"))
+        if kind == "tool_call_completed" and not done.get("r"):
+            done["r"] = 1
+            _legacy_result(line, entry, call_id, outputs)
+        return
+    if done.get("d"):
+        return
+    done["d"] = 1
+    if kind == "user":
+        if text:
+            turn = line.key()
+            _start_turn(line, turn)
+            line.event(PROMPT, turn, data={"text": text})
+            _title(line, text)
+    elif kind == "copilot":
+        if text:
+            line.event(MESSAGE, line.key("message"), data={"text": text})
+    elif kind == "error":
+        data = {"message": (text or "error")[:MAX_ERROR_CHARS], "error_type": "error"}
+        line.event(ERROR, line.key(), data=data)
+    elif kind not in ("info", "warning"):
+        line.drift(f"timeline/{kind if isinstance(kind, str) else '<no type>'}")
+
+
+def _tool_outputs(messages: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for message in messages if isinstance(messages, list) else []:
+        message = _dict(message)
+        call_id = _str(message.get("tool_call_id"))
+        if message.get("role") == "tool" and call_id:
+            out[call_id] = _text(message.get("content"))
+    return out
+
+
+def _legacy_result(
+    line: _Line, entry: dict[str, Any], call_id: str | None, outputs: dict[str, str]
+) -> None:
+    result = _dict(entry.get("result"))
+    output = outputs.get(call_id or "", "") or _text(result.get("log"))
+    _on_complete(
+        line,
+        {
+            "toolCallId": call_id,
+            "success": result.get("type") == "success"
+            if isinstance(result.get("type"), str)
+            else None,
+            "result": {"content": output},
+        },
+    )
+
+
+# --------------------------------------------------------------------------- adapter
+
+
+class CopilotAdapter:
+    name = NAME
+
+    def initial_state(self, source_path: str) -> dict[str, Any]:
+        return _fresh_state(source_path)
+
+    def parse(
+        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
+        _ensure_state(state, source_path)
+        if not isinstance(obj, dict):
+            return [Drift(NAME, _str(state.get("version")) or "unknown", "<not an object>")]
+        kind = obj.get("type")
+        data = obj.get("data")
+        agent = _str(obj.get("agentId")) or _str(_dict(data).get("parentToolCallId"))
+        line = _Line(
+            source_path,
+            offset,
+            state,
+            normalize_ts(obj.get("timestamp")),
+            _str(obj.get("id")),
+            agent,
+        )
+        if not isinstance(kind, str):
+            line.drift("<no type>")
+        elif obj.get("ephemeral") is True:
+            pass  # transient by definition: never meant to be in the log
+        elif not isinstance(data, dict):
+            if kind not in IGNORED_TYPES:
+                line.drift(f"{kind}/<no data>")
+        else:
+            _dispatch(line, kind, data)
+        if line.ts is not None:
+            state["last_ts"] = line.ts
+        return line.out
+
+    def parse_document(
+        self, obj: Any, source_path: str, state: dict[str, Any] | None = None
+    ) -> list[Record]:
+        """The legacy ``history-session-state`` document; anything else yields nothing."""
+        if state is None:
+            state = _fresh_state(source_path)
+        _ensure_state(state, source_path)
+        line = _Line(source_path, 0, state, None, None, None)
+        if not isinstance(obj, dict):
+            return []
+        _document(line, obj)
+        return line.out
+
+
+ADAPTER = CopilotAdapter()
