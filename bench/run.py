@@ -31,7 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from agentsrc_daemon.rpc.client import Client, DaemonNotRunning  # noqa: E402
+from agentsrc_daemon.errors import DaemonNotRunning  # noqa: E402
+from agentsrc_daemon.rpc.client import Client  # noqa: E402
 
 from replicate import replicate  # noqa: E402
 

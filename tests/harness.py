@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentsrc_daemon.rpc.client import Client, DaemonNotRunning
+from agentsrc_daemon.errors import DaemonNotRunning
+from agentsrc_daemon.rpc.client import Client
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from detect_secrets.settings import get_settings, transient_settings
 
-from agentsrc_daemon.config import ConfigError
+from agentsrc_daemon.errors import ConfigError
 from agentsrc_daemon.secrets import prefilter as scan_prefilter
 from agentsrc_daemon.secrets.engine import (
     BUILTIN_SENSITIVE_PATHS,

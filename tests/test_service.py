@@ -23,12 +23,12 @@ import typer
 from typer.testing import CliRunner
 
 from agentsrc_daemon.cli.service import register
-from agentsrc_daemon.config import Config, ConfigError, load_config
+from agentsrc_daemon.config import Config, load_config
+from agentsrc_daemon.errors import ConfigError, ServiceError
 from agentsrc_daemon.system import service
 from agentsrc_daemon.system.service import (
     LAUNCHD_LABEL,
     UNIT_NAME,
-    ServiceError,
     ServiceTarget,
     detect_platform,
     find_executable,

@@ -12,10 +12,12 @@ from typing import Any
 import orjson
 import typer
 
-from ..config import Config, ConfigError, load_config
-from ..rpc.client import Client, DaemonNotRunning, RemoteError
+from ..config import Config, load_config
+from ..errors import AgentsrcError, DaemonNotRunning, RemoteError
+from ..rpc.client import Client
 from .output import (
     EXIT_BAD_REQUEST,
+    EXIT_FAILED,
     EXIT_NOT_RUNNING,
     emit_json,
     fail,
@@ -47,7 +49,7 @@ def get_config(**flags: Any) -> Config:
     merged.update({k: v for k, v in flags.items() if v is not None})
     try:
         return load_config(**merged)
-    except ConfigError as exc:
+    except AgentsrcError as exc:
         fail(str(exc))
 
 
@@ -69,7 +71,7 @@ def run(
     json_logs: bool | None = typer.Option(None, "--json-logs/--console-logs", help="Log format (default: JSON unless stderr is a TTY)."),
 ) -> None:
     """Run the daemon in the foreground (what the service manager runs)."""
-    from ..daemon import AlreadyRunning, Daemon
+    from ..daemon import Daemon
     from ..logs import configure
 
     configure(log_level, json_logs)
@@ -78,10 +80,12 @@ def run(
     overrides = {k: v for k, v in {**_GLOBAL, **flags}.items() if v is not None}
     try:
         code = Daemon(cfg, cli_overrides=overrides, log_level=log_level, json_logs=json_logs).run()
-    except AlreadyRunning as exc:
-        fail(str(exc), 1)
-    except (PermissionError, ConfigError) as exc:
-        fail(str(exc), 1)
+    except AgentsrcError as exc:  # another daemon, a bad config, another user's dir, ...
+        fail(str(exc), EXIT_FAILED)
+    except PermissionError as exc:
+        # The OS refused (say, a data dir whose parent is not writable): one line, as
+        # for the errors above, rather than a traceback.
+        fail(str(exc), EXIT_FAILED)
     raise typer.Exit(code)
 
 

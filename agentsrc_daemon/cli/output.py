@@ -9,7 +9,8 @@ import orjson
 import typer
 
 from ..config import Config
-from ..rpc.client import Client, DaemonNotRunning, RemoteError
+from ..errors import DaemonNotRunning, RemoteError
+from ..rpc.client import Client
 
 EXIT_FAILED = 1
 EXIT_BAD_REQUEST = 2

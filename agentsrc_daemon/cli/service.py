@@ -15,11 +15,11 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from agentsrc_daemon.config import Config, ConfigError
+from agentsrc_daemon.config import Config
+from agentsrc_daemon.errors import ConfigError, ServiceError
 from agentsrc_daemon.system import doctor
 from agentsrc_daemon.system.service import (
     Outcome,
-    ServiceError,
     ServiceStatus,
     ServiceTarget,
     install,

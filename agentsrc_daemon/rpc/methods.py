@@ -8,9 +8,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..errors import RpcError
 from ..events import AGENTS, EVENT_KINDS
 from ..store import Reader
-from .transport import INVALID_PARAMS, Handler, RpcError
+from .transport import INVALID_PARAMS, Handler
 
 MAX_LIMIT = 10_000
 

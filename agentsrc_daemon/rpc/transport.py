@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 import structlog
 
+from ..errors import NotPrivate, RpcError
 from ..store import Reader
 
 log = structlog.get_logger("agentsrc.server")
@@ -39,14 +40,6 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 class Subscriber:
@@ -119,7 +112,7 @@ def prepare_socket_dir(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     st = path.parent.stat()
     if st.st_uid != os.getuid():
-        raise PermissionError(f"socket directory {path.parent} belongs to another user")
+        raise NotPrivate(f"socket directory {path.parent} belongs to another user")
     os.chmod(path.parent, 0o700)
 
 

@@ -68,7 +68,7 @@ from detect_secrets.core.scan import (
 from detect_secrets.settings import get_filters, get_plugins, get_settings, transient_settings
 from detect_secrets.util.code_snippet import CodeSnippet
 
-from ..config import ConfigError
+from ..errors import ConfigError
 from .prefilter import Prefilter, count_line_breaks, make_views
 
 log = structlog.get_logger("agentsrc.scan")

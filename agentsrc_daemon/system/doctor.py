@@ -30,8 +30,8 @@ from typing import Any
 import apsw
 
 from agentsrc_daemon.config import Config
+from agentsrc_daemon.errors import ServiceError
 from agentsrc_daemon.system.service import (
-    ServiceError,
     ServiceStatus,
     ServiceTarget,
     service_status,

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.sax.saxutils import escape as xml_escape
 
-from agentsrc_daemon.config import Config, ConfigError, default_config_file, load_config
+from agentsrc_daemon.config import Config, default_config_file, load_config
+from agentsrc_daemon.errors import ConfigError, ServiceError
 
 Platform = Literal["linux", "darwin"]
 
@@ -46,10 +47,6 @@ SYSTEMD_TEMPLATE_PATH = SOURCE_ROOT / "systemd" / UNIT_NAME
 LAUNCHD_TEMPLATE_PATH = SOURCE_ROOT / "launchd" / f"{LAUNCHD_LABEL}.plist"
 
 PLACEHOLDER_PATTERN = re.compile(r"@[A-Z_]+@")
-
-
-class ServiceError(Exception):
-    """Installing, removing or querying the service failed; the message says what to do."""
 
 
 def detect_platform(override: str | None = None, env: Mapping[str, str] | None = None) -> Platform:
