@@ -454,17 +454,23 @@ def test_daemon_not_answering(setup: Setup) -> None:
     )
 
 
-def test_daemon_client_missing(setup: Setup) -> None:
-    def no_client(cfg: Config) -> Any:
-        raise ImportError("No module named 'agentsrc_daemon.rpc.client'")
-
-    setup.ask = no_client
-    assert_fails(
+def test_daemon_socket_stale(setup: Setup) -> None:
+    """The real client on the fixture's socket, bound by no listening daemon (what a
+    daemon killed with SIGKILL leaves behind)."""
+    setup.ask = doctor.ask_daemon_status
+    sock = setup.cfg.socket_path
+    detail = (
+        f"no answer on {sock}: DaemonNotRunning: the agentsrc daemon is not running "
+        f"(stale socket at {sock})"
+    )
+    check = assert_fails(
         setup.checks(),
         "daemon",
-        "cannot ask the daemon: no client in this build (No module named 'agentsrc_daemon.rpc.client')",
-        None,
+        detail,
+        "agentsrc service status; logs: journalctl --user -u agentsrc -e "
+        "(macOS: ~/Library/Logs/agentsrc/)",
     )
+    assert check.detail == detail
 
 
 def test_report_lists_fixes_and_counts(setup: Setup) -> None:
