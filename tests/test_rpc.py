@@ -13,8 +13,10 @@ from typing import Any
 
 import orjson
 import pytest
+from typer.testing import CliRunner
 
 from agentsrc_daemon import events as E
+from agentsrc_daemon.cli import app
 from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.rpc import methods
 from agentsrc_daemon.rpc.transport import INVALID_PARAMS, Hub, Server
@@ -169,3 +171,16 @@ def test_lists_page_with_next_since_id(server: Server) -> None:
         "findings": [],
         "next_since_id": None,
     }
+
+
+def test_tail_with_an_unknown_kind_fails_like_events(server: Server, tmp_path: Path) -> None:
+    """`agentsrc tail --kind bogus` used to wait forever for events of no kind."""
+    runner = CliRunner()
+    no_config = {"AGENTSRC_CONFIG": None, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    for command in ("events", "tail"):
+        result = runner.invoke(
+            app,
+            ["--socket", str(server.socket_path), command, "--kind", "bogus"],
+            env=no_config,
+        )
+        assert (result.exit_code, result.output) == (2, "agentsrc: unknown kind 'bogus'\n")
