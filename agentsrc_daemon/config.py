@@ -36,12 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError
+
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 SOCKET_NAME = "agentsrc.sock"
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message says why."""
 
 
 @dataclass(slots=True)

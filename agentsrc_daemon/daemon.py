@@ -25,6 +25,7 @@ import structlog
 
 from . import __version__
 from .config import Config, load_config
+from .errors import AlreadyRunning, NotPrivate
 from .ingest import sources
 from .ingest.round import FileRound, Ingestor
 from .ingest.watch import DirtySet, Watcher
@@ -39,10 +40,6 @@ log = structlog.get_logger("agentsrc.daemon")
 ROOT_CHECK_INTERVAL_S = 2.0
 FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
 STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
-
-
-class AlreadyRunning(Exception):
-    pass
 
 
 @dataclass
@@ -85,7 +82,7 @@ class Components:
 def ensure_private_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     if path.stat().st_uid != os.getuid():
-        raise PermissionError(f"{path} belongs to another user")
+        raise NotPrivate(f"{path} belongs to another user")
     os.chmod(path, 0o700)
 
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import orjson
 
-from agentsrc_daemon.rpc.client import Client, DaemonNotRunning
+from agentsrc_daemon.errors import DaemonNotRunning
+from agentsrc_daemon.rpc.client import Client
 
 from replicate import replicate  # bench/ is this script's own directory: on the path
 

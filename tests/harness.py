@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from agentsrc_daemon.rpc.client import Client, DaemonNotRunning
+from agentsrc_daemon.errors import DaemonNotRunning
+from agentsrc_daemon.rpc.client import Client
 
 REPO = Path(__file__).resolve().parents[1]
 

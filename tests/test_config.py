@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentsrc_daemon.config import ConfigError, load_config
+from agentsrc_daemon.config import load_config
+from agentsrc_daemon.errors import ConfigError
 
 
 def test_defaults_from_home_and_xdg(tmp_path: Path) -> None:

@@ -14,10 +14,9 @@ from typing import Any
 import apsw
 import orjson
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from agentsrc_daemon.cli.service import register
+from agentsrc_daemon.cli import app
 from agentsrc_daemon.config import Config
 from agentsrc_daemon.system import doctor
 from agentsrc_daemon.system.doctor import Check, run_checks
@@ -454,17 +453,23 @@ def test_daemon_not_answering(setup: Setup) -> None:
     )
 
 
-def test_daemon_client_missing(setup: Setup) -> None:
-    def no_client(cfg: Config) -> Any:
-        raise ImportError("No module named 'agentsrc_daemon.rpc.client'")
-
-    setup.ask = no_client
-    assert_fails(
+def test_daemon_socket_stale(setup: Setup) -> None:
+    """The real client on the fixture's socket, bound by no listening daemon (what a
+    daemon killed with SIGKILL leaves behind)."""
+    setup.ask = doctor.ask_daemon_status
+    sock = setup.cfg.socket_path
+    detail = (
+        f"no answer on {sock}: DaemonNotRunning: the agentsrc daemon is not running "
+        f"(stale socket at {sock})"
+    )
+    check = assert_fails(
         setup.checks(),
         "daemon",
-        "cannot ask the daemon: no client in this build (No module named 'agentsrc_daemon.rpc.client')",
-        None,
+        detail,
+        "agentsrc service status; logs: journalctl --user -u agentsrc -e "
+        "(macOS: ~/Library/Logs/agentsrc/)",
     )
+    assert check.detail == detail
 
 
 def test_report_lists_fixes_and_counts(setup: Setup) -> None:
@@ -503,17 +508,21 @@ def test_doctor_cli_json(setup: Setup, tmp_path: Path) -> None:
     unit = setup.cfg.home / ".config" / "systemd" / "user" / "agentsrc.service"
     unit.parent.mkdir(parents=True)
     unit.write_text("[Service]\n")
-    app = typer.Typer()
-
-    @app.command("version")
-    def version() -> None:
-        typer.echo("0")
-
-    register(app, lambda: setup.cfg)
+    # The setup's configuration, as the CLI resolves it: the roots from HOME, the data
+    # dir and the socket from the global options, nothing from this process's own
+    # environment.
+    unset = {name: None for name in os.environ if name.startswith(("AGENTSRC_", "XDG_"))}
+    unset.update({"CODEX_HOME": None, "CLAUDE_CONFIG_DIR": None, "MUSE_AGENTS_DIR": None})
     result = CliRunner().invoke(
         app,
-        ["doctor", "--json"],
+        [
+            "--data-dir", str(setup.cfg.data_dir),
+            "--socket", str(setup.cfg.socket_path),
+            "doctor", "--json",
+        ],
         env={
+            **unset,
+            "HOME": str(setup.cfg.home),
             "PATH": f"{bin_dir}:/usr/bin:/bin",
             "AGENTSRC_STUB_LOG": str(tmp_path / "calls.log"),
             "STUB_SYSTEMCTL_SHOW": str(show),
@@ -527,3 +536,5 @@ def test_doctor_cli_json(setup: Setup, tmp_path: Path) -> None:
     assert checks["service"]["detail"] == "active (running), pid 99"
     assert checks["daemon"]["ok"] is False
     assert [name for name, c in checks.items() if not c["ok"]] == ["daemon"]
+    assert checks["database"]["detail"] == f"database {setup.cfg.db_path} is 0600"
+    assert checks["socket"]["detail"] == f"socket {setup.cfg.socket_path} is 0600"

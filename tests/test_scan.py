@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 from detect_secrets.settings import get_settings, transient_settings
 
-from agentsrc_daemon.config import ConfigError
+from agentsrc_daemon.errors import ConfigError
 from agentsrc_daemon.secrets import prefilter as scan_prefilter
 from agentsrc_daemon.secrets.engine import (
     BUILTIN_SENSITIVE_PATHS,
     HASH_KEY_FILE,
     Finding,
-    ScanPool,
     SecretScanner,
     default_plugin_names,
     is_excluded_path,
@@ -438,14 +437,15 @@ def test_exclusion_globs() -> None:
     assert not is_excluded_session("claude-code:f84b640b", ["codex:*"])
 
 
-# --------------------------------------------------------------------------- pool
+# --------------------------------------------------------------------------- batches
 
 
-def test_scan_pool_matches_the_scanner(scanner: SecretScanner) -> None:
+def test_scan_many_with_a_user_pattern_matches_the_scanner(scanner: SecretScanner) -> None:
+    """A batch finds what one scan at a time finds, a user pattern adds its own findings
+    only, and redaction is the same with or without it."""
     texts = [f"a\nSTRIPE={STRIPE}\n", "nothing", f'password = "{PASSWORD}"']
-    with ScanPool(None, {"itk": r"itk_[0-9]{4}"}, KEY) as pool:
-        scanned = pool.scan_batch([*texts, "x itk_1234"]).result(timeout=60)
-        redacted = pool.redact_batch(texts[:1]).result(timeout=60)
+    with_pattern = SecretScanner(None, {"itk": r"itk_[0-9]{4}"}, KEY)
+    scanned = with_pattern.scan_many([*texts, "x itk_1234"])
     assert scanned[:3] == [scanner.scan(t) for t in texts]
     assert [(f.type, f.value_hash) for f in scanned[3]] == [("User Pattern: itk", mac("itk_1234"))]
-    assert redacted == [scanner.redact(texts[0])]
+    assert with_pattern.redact(texts[0]) == scanner.redact(texts[0])

@@ -10,6 +10,7 @@ import apsw
 import pytest
 
 from agentsrc_daemon import events as E
+from agentsrc_daemon.errors import SchemaTooNew
 from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.store.reader import SCHEMA_VERSION, Batch, Reader, Store, connect, migrate
 
@@ -144,8 +145,12 @@ def test_migrations_from_every_version(tmp_path: Path) -> None:
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     conn = connect(tmp_path / "new.db")
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
-    with pytest.raises(RuntimeError, match="newer"):
+    with pytest.raises(SchemaTooNew) as refused:
         migrate(conn)
+    assert str(refused.value) == (
+        f"database schema version {SCHEMA_VERSION + 1} is newer than this agentsrc "
+        f"({SCHEMA_VERSION})"
+    )
 
 
 def test_wal_mode(store: Store) -> None:

@@ -44,9 +44,10 @@ from ..events import (
     session_key,
 )
 from .common import as_dict as _dict
+from .common import as_int as _int
 from .common import first_line as common_first_line
 from .common import nonempty_str as _str
-from .common import normalize_ts, summarize_input, text_of
+from .common import normalize_ts, seconds_to_ms, summarize_input, text_of
 
 NAME = "claude-code"
 
@@ -129,10 +130,6 @@ _AGENT_FILE = re.compile(r"agent-([A-Za-z0-9_-]+)\.jsonl")
 
 
 
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _remember(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
@@ -521,13 +518,10 @@ def _exit_code(result: dict[str, Any]) -> int | None:
 
 def _duration_ms(result: dict[str, Any]) -> int | None:
     for name in ("durationMs", "totalDurationMs"):
-        value = result.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return int(value)
-    seconds = result.get("durationSeconds")
-    if isinstance(seconds, int | float) and not isinstance(seconds, bool):
-        return int(seconds * 1000)
-    return None
+        ms = _int(result.get(name))
+        if ms is not None:
+            return ms
+    return seconds_to_ms(result.get("durationSeconds"))
 
 
 def spill_path(source_path: str, native_session_id: str, tool_use_id: str) -> str | None:

@@ -21,7 +21,6 @@ plain ``state`` dict, which the tail-reader persists with orjson after every bat
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -50,8 +49,9 @@ from ..events import (
     session_key,
 )
 from .common import as_dict as _dict
+from .common import as_int as _int
 from .common import nonempty_str as _str
-from .common import normalize_ts, summarize_input, text_of
+from .common import normalize_ts, seconds_to_ms, summarize_input, text_of
 from .common import parse_arguments as _parse_arguments
 
 AGENT = "codex"
@@ -224,16 +224,6 @@ def _ensure_state(state: dict[str, Any], source_path: str) -> None:
 
 
 
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value)
-    return None
 
 
 def _ts(value: Any) -> str | None:
@@ -547,14 +537,6 @@ class ToolOutput:
     success: bool | None = None
 
 
-def _seconds_to_ms(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value):
-        return None
-    return round(value * 1000)
-
-
 def _parse_json_output(raw: str) -> ToolOutput | None:
     """``{"output": ..., "metadata": {"exit_code", "duration_seconds"}}`` (shell era)."""
     try:
@@ -569,7 +551,7 @@ def _parse_json_output(raw: str) -> ToolOutput | None:
     return ToolOutput(
         text=output if isinstance(output, str) else text_of(output),
         exit_code=_int(metadata.get("exit_code")),
-        duration_ms=_seconds_to_ms(metadata.get("duration_seconds")),
+        duration_ms=seconds_to_ms(metadata.get("duration_seconds")),
         success=success if isinstance(success, bool) else None,
     )
 
@@ -596,7 +578,7 @@ def _parse_text_output(raw: str) -> ToolOutput | None:
             exit_code = int(code.group(1))
         wall = _WALL_TIME.match(header)
         if wall:
-            duration_ms = round(float(wall.group(1)) * 1000)
+            duration_ms = seconds_to_ms(float(wall.group(1)))
     return None
 
 

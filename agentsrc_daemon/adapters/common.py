@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -123,6 +124,49 @@ def first_line(text: str, limit: int = 120) -> str:
 def nonempty_str(value: Any) -> str | None:
     """``value`` when it is a non-empty string, else None (transcript fields are untyped)."""
     return value if isinstance(value, str) and value else None
+
+
+# What a stored integer may hold: SQLite's INTEGER and orjson's int are both 64-bit.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def as_int(value: Any) -> int | None:
+    """``value`` as an int, or None: the one reading of an untyped JSON number as an
+    integer (counts, exit codes, durations), for the adapters and derive alike.
+
+    * An int is kept as written. A bool is not a number here (JSON true is not 1).
+    * A float is rounded to the nearest int (halves to even, Python's ``round``): a
+      writer that emits whole numbers as floats (``2.0``) loses nothing, and a
+      fractional duration (41.6 ms) becomes the nearest whole one (42), not a
+      truncated one.
+    * A float that is not finite, or that rounds to more than 64 bits, is None: it
+      cannot be stored (orjson reads an integer past 2**64 as a float).
+    * Anything else (strings included) is None: numbers written as text are a format
+      of their own, parsed where the adapter knows that format.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        rounded = round(value)
+        return rounded if INT64_MIN <= rounded <= INT64_MAX else None
+    return None
+
+
+def as_count(value: Any) -> int:
+    """A count (tokens, retries) read by the ``as_int`` rule; missing, unreadable or
+    negative is 0, so counters can be summed without checks."""
+    n = as_int(value)
+    return n if n is not None and n > 0 else 0
+
+
+def seconds_to_ms(value: Any) -> int | None:
+    """A duration in seconds (an int or a float) as whole milliseconds, by ``as_int``'s
+    rule (0.0416 s is 42 ms); None when it is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return as_int(value * 1000)
 
 
 def as_dict(value: Any) -> dict[str, Any]:

@@ -55,8 +55,8 @@ from ..events import (
     line_key,
     session_key,
 )
+from .common import as_count, first_line, normalize_ts, stable_digest, summarize_input
 from .common import as_dict as _dict
-from .common import first_line, normalize_ts, stable_digest, summarize_input
 from .common import nonempty_str as _str
 from .common import parse_arguments as _parse_arguments
 
@@ -199,14 +199,6 @@ def seed_cwd(state: dict[str, Any], cwd: str | None) -> None:
 # --------------------------------------------------------------------------- small readers
 
 
-def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(0, value)
-    if isinstance(value, float) and value == value and abs(value) < 1e18:
-        return max(0, int(value))
-    return 0
 
 
 def _text(value: Any) -> str:
@@ -463,7 +455,7 @@ def _on_assistant(line: _Line, data: dict[str, Any]) -> None:
             _str(request.get("name")),
             request.get("arguments"),
         )
-    output = _int(data.get("outputTokens"))
+    output = as_count(data.get("outputTokens"))
     if output:
         _count(line, model, [0, output, 0, 0, 0])
         line.event(USAGE, line.key("usage"), data=_usage_data([0, output, 0, 0, 0], model))
@@ -544,7 +536,7 @@ def _count(line: _Line, model: str | None, counts: list[int]) -> None:
     before = (
         before if isinstance(before, list) and len(before) == len(counts) else [0] * len(counts)
     )
-    counted[model or ""] = [_int(a) + b for a, b in zip(before, counts, strict=True)]
+    counted[model or ""] = [as_count(a) + b for a, b in zip(before, counts, strict=True)]
 
 
 def _usage_data(counts: list[int], model: str | None) -> dict[str, Any]:
@@ -572,19 +564,19 @@ def _on_shutdown(line: _Line, data: dict[str, Any]) -> None:
     unknown = counted.pop("", None)
     if isinstance(unknown, list) and len(metrics) == 1:
         only = next(iter(metrics))
-        _count(line, only, [_int(v) for v in unknown])
+        _count(line, only, [as_count(v) for v in unknown])
     for model, metric in metrics.items():
         usage = _dict(_dict(metric).get("usage"))
-        totals = [_int(usage.get(name)) for name in USAGE_FIELDS]
+        totals = [as_count(usage.get(name)) for name in USAGE_FIELDS]
         before = previous.get(model)
         before = (
             before if isinstance(before, list) and len(before) == len(totals) else [0] * len(totals)
         )
-        grew = all(t >= _int(b) for t, b in zip(totals, before, strict=True))
-        lifetime = [t - _int(b) for t, b in zip(totals, before, strict=True)] if grew else totals
+        grew = all(t >= as_count(b) for t, b in zip(totals, before, strict=True))
+        lifetime = [t - as_count(b) for t, b in zip(totals, before, strict=True)] if grew else totals
         done = counted.get(model)
         done = done if isinstance(done, list) and len(done) == len(totals) else [0] * len(totals)
-        extra = [max(0, n - _int(d)) for n, d in zip(lifetime, done, strict=True)]
+        extra = [max(0, n - as_count(d)) for n, d in zip(lifetime, done, strict=True)]
         previous[model] = totals
         if any(extra):
             line.event(USAGE, line.key(f"usage:{model}"), data=_usage_data(extra, model))
@@ -608,14 +600,14 @@ def _on_compaction(line: _Line, data: dict[str, Any]) -> None:
             line.key(),
             data={
                 "trigger": _str(data.get("trigger")),
-                "pre_tokens": _int(pre) if pre is not None else None,
+                "pre_tokens": as_count(pre) if pre is not None else None,
             },
         )
     used = _dict(data.get("compactionTokensUsed"))
     if used:
         model = _str(used.get("model")) or _str(line.state.get("model"))
         counts = [
-            _int(used.get(k))
+            as_count(used.get(k))
             for k in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
         ]
         counts.append(0)
@@ -668,7 +660,7 @@ def _dispatch(line: _Line, kind: str, data: dict[str, Any]) -> None:
         line.event(
             COMPACTION,
             line.key(),
-            data={"trigger": "truncation", "pre_tokens": _int(pre) if pre is not None else None},
+            data={"trigger": "truncation", "pre_tokens": as_count(pre) if pre is not None else None},
         )
     elif kind == "session.shutdown":
         _on_shutdown(line, data)

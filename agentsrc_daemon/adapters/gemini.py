@@ -59,7 +59,14 @@ from ..events import (
     TurnFacts,
     session_key,
 )
-from .common import TITLE_SCAN_CHARS, first_line, normalize_ts, stable_digest, summarize_input
+from .common import (
+    TITLE_SCAN_CHARS,
+    as_count,
+    first_line,
+    normalize_ts,
+    stable_digest,
+    summarize_input,
+)
 from .common import as_dict as _dict
 from .common import nonempty_str as _str
 
@@ -181,14 +188,6 @@ def seed_cwd(state: dict[str, Any], cwd: str | None) -> None:
 # --------------------------------------------------------------------------- small readers
 
 
-def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(0, value)
-    if isinstance(value, float) and value == value and abs(value) < 1e18:
-        return max(0, int(value))
-    return 0
 
 
 def _ts(value: Any) -> str | None:
@@ -592,7 +591,7 @@ def _gemini(
     tokens = msg.get("tokens")
     if isinstance(tokens, dict) and not entry.get("u"):
         counts = [
-            _int(tokens.get(k)) for k in ("input", "output", "cached", "thoughts", "tool", "total")
+            as_count(tokens.get(k)) for k in ("input", "output", "cached", "thoughts", "tool", "total")
         ]
         if any(counts):
             entry["u"] = 1
@@ -649,7 +648,7 @@ def _tool_call(
     status = call.get("status")
     result = call.get("result")
     done = _marks(entry, "r")
-    if mark in done or not (status in TERMINAL_STATUSES or result):
+    if mark in done or not ((isinstance(status, str) and status in TERMINAL_STATUSES) or result):
         return
     done.append(mark)
     del done[:-MAX_CALL_MARKS]

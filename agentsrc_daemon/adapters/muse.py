@@ -42,6 +42,7 @@ from ..events import (
     session_key,
 )
 from .common import as_dict as _dict
+from .common import as_int as _int
 from .common import first_line as common_first_line
 from .common import nonempty_str as _str
 from .common import normalize_ts, parse_arguments, summarize_input, text_of
@@ -436,16 +437,13 @@ def _compaction(line: _Line) -> list[Record]:
     compaction_id = obj.get("compaction_id")
     if key is None and isinstance(compaction_id, int | str) and not isinstance(compaction_id, bool):
         key = f"{NAME}:{line.native_id}:compaction:{compaction_id}"
-    pre_tokens = obj.get("pre_tokens")
     return [
         line.event(
             COMPACTION,
             key or line.key(),
             data={
                 "trigger": _str(obj.get("trigger")),
-                "pre_tokens": pre_tokens
-                if isinstance(pre_tokens, int) and not isinstance(pre_tokens, bool)
-                else None,
+                "pre_tokens": _int(obj.get("pre_tokens")),
             },
         )
     ]

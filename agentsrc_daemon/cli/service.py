@@ -1,55 +1,43 @@
 """The service commands of the CLI: install, uninstall, service status, doctor.
 
-cli.py owns the typer app and calls `register(app, get_config)`; the configuration is
-resolved only when a command runs, so `--help` works with a broken config file.
+Exit codes: 0 done / all well; 1 a step or a check failed, or the configuration is
+unusable; 3 (`service status`) the service or the daemon is not running, as
+`systemctl status` does.
 
-Exit codes: 0 done / all well; 1 a step or a check failed; 2 the configuration is unusable;
-3 (`service status`) the service or the daemon is not running, as `systemctl status` does.
+The service and doctor code (and apsw, which doctor opens the database with) are
+imported inside the commands: the other commands do not need them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import orjson
 import typer
 
-from agentsrc_daemon.config import Config, ConfigError
-from agentsrc_daemon.system import doctor
-from agentsrc_daemon.system.service import (
-    Outcome,
-    ServiceError,
-    ServiceStatus,
-    ServiceTarget,
-    install,
-    plan_install,
-    plan_uninstall,
-    service_status,
-    settings_drift,
-    uninstall,
-)
+from ..errors import ServiceError
+from .app import app, get_config
+from .output import EXIT_FAILED, EXIT_NOT_RUNNING, emit_json
 
-EXIT_FAILED = 1
-EXIT_CONFIG = 2
-EXIT_NOT_RUNNING = 3
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..system.service import Outcome, ServiceStatus
 
 DryRun = Annotated[
     bool, typer.Option("--dry-run", help="Print what would be written and run; change nothing.")
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
-
-def _config(get_config: Callable[[], Config]) -> Config:
-    try:
-        return get_config()
-    except ConfigError as exc:
-        typer.echo(f"agentsrc: {exc}", err=True)
-        raise typer.Exit(EXIT_CONFIG) from None
+service_app = typer.Typer(
+    help="The per-user service (systemd user unit or launchd agent).",
+    no_args_is_help=True,
+)
 
 
-def _print_json(value: Any) -> None:
-    typer.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+def _failed(command: str, exc: ServiceError) -> NoReturn:
+    typer.echo(f"agentsrc {command}: {exc}", err=True)
+    raise typer.Exit(EXIT_FAILED)
 
 
 def _print_outcome(outcome: Outcome) -> None:
@@ -94,75 +82,77 @@ def _daemon_lines(answer: Any, error: str | None, cfg: Config) -> list[str]:
 
 
 def _ask_daemon(cfg: Config) -> tuple[Any, str | None]:
+    from ..system import doctor
+
     try:
         return doctor.ask_daemon_status(cfg), None
-    except ImportError as exc:
-        return None, f"no client in this build ({exc})"
     except Exception as exc:  # reported to the user, not raised: status must always print
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def register(app: typer.Typer, get_config: Callable[[], Config]) -> None:
-    """Add install, uninstall, `service status` and doctor to the CLI's typer app."""
-    service_app = typer.Typer(
-        help="The per-user service (systemd user unit or launchd agent).",
-        no_args_is_help=True,
-    )
+@app.command("install")
+def install_command(dry_run: DryRun = False) -> None:
+    """Install and start agentsrc as a per-user service that starts at login."""
+    from ..system.service import ServiceTarget, install, plan_install, settings_drift
 
-    @app.command("install")
-    def install_command(dry_run: DryRun = False) -> None:
-        """Install and start agentsrc as a per-user service that starts at login."""
-        cfg = _config(get_config)
-        try:
-            target = ServiceTarget.current(cfg)
-            plan = plan_install(target)
-            plan.notes.extend(settings_drift(cfg, target))
-            outcome = install(plan, dry_run=dry_run)
-        except ServiceError as exc:
-            typer.echo(f"agentsrc install: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        _print_outcome(outcome)
+    cfg = get_config()
+    try:
+        target = ServiceTarget.current(cfg)
+        plan = plan_install(target)
+        plan.notes.extend(settings_drift(cfg, target))
+        outcome = install(plan, dry_run=dry_run)
+    except ServiceError as exc:
+        _failed("install", exc)
+    _print_outcome(outcome)
 
-    @app.command("uninstall")
-    def uninstall_command(dry_run: DryRun = False) -> None:
-        """Stop and remove the service. The database is kept."""
-        cfg = _config(get_config)
-        try:
-            plan = plan_uninstall(ServiceTarget.current(cfg, need_executable=False))
-            outcome = uninstall(plan, dry_run=dry_run)
-        except ServiceError as exc:
-            typer.echo(f"agentsrc uninstall: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        _print_outcome(outcome)
 
-    @service_app.command("status")
-    def status_command(as_json: AsJson = False) -> None:
-        """The service manager's view and the daemon's own status, together."""
-        cfg = _config(get_config)
-        try:
-            status = service_status(ServiceTarget.current(cfg, need_executable=False))
-        except ServiceError as exc:
-            typer.echo(f"agentsrc service status: {exc}", err=True)
-            raise typer.Exit(EXIT_FAILED) from None
-        answer, error = _ask_daemon(cfg)
-        if as_json:
-            _print_json({"service": status.to_json(), "daemon": answer, "daemon_error": error})
-        else:
-            typer.echo("\n".join(_service_lines(status) + _daemon_lines(answer, error, cfg)))
-        if not (status.active and error is None):
-            raise typer.Exit(EXIT_NOT_RUNNING)
+@app.command("uninstall")
+def uninstall_command(dry_run: DryRun = False) -> None:
+    """Stop and remove the service. The database is kept."""
+    from ..system.service import ServiceTarget, plan_uninstall, uninstall
 
-    @app.command("doctor")
-    def doctor_command(as_json: AsJson = False) -> None:
-        """Check roots, permissions, inotify limits, the service and the database."""
-        cfg = _config(get_config)
-        checks = doctor.run_checks(cfg)
-        if as_json:
-            _print_json([c.to_json() for c in checks])
-        else:
-            typer.echo(doctor.format_report(checks))
-        code = doctor.exit_code(checks)
-        if code:
-            raise typer.Exit(code)
+    cfg = get_config()
+    try:
+        plan = plan_uninstall(ServiceTarget.current(cfg, need_executable=False))
+        outcome = uninstall(plan, dry_run=dry_run)
+    except ServiceError as exc:
+        _failed("uninstall", exc)
+    _print_outcome(outcome)
 
-    app.add_typer(service_app, name="service")
+
+@service_app.command("status")
+def status_command(as_json: AsJson = False) -> None:
+    """The service manager's view and the daemon's own status, together."""
+    from ..system.service import ServiceTarget, service_status
+
+    cfg = get_config()
+    try:
+        status = service_status(ServiceTarget.current(cfg, need_executable=False))
+    except ServiceError as exc:
+        _failed("service status", exc)
+    answer, error = _ask_daemon(cfg)
+    if as_json:
+        emit_json({"service": status.to_json(), "daemon": answer, "daemon_error": error})
+    else:
+        typer.echo("\n".join(_service_lines(status) + _daemon_lines(answer, error, cfg)))
+    if not (status.active and error is None):
+        raise typer.Exit(EXIT_NOT_RUNNING)
+
+
+@app.command("doctor")
+def doctor_command(as_json: AsJson = False) -> None:
+    """Check roots, permissions, inotify limits, the service and the database."""
+    from ..system import doctor
+
+    cfg = get_config()
+    checks = doctor.run_checks(cfg)
+    if as_json:
+        emit_json([c.to_json() for c in checks])
+    else:
+        typer.echo(doctor.format_report(checks))
+    code = doctor.exit_code(checks)
+    if code:
+        raise typer.Exit(code)
+
+
+app.add_typer(service_app, name="service")

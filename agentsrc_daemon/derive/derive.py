@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.common import summarize_input
+from ..adapters.common import as_int, summarize_input
 from ..events import COMMAND, EDIT, READ, TOOL_CALL, TOOL_RESULT, Event, SessionFacts, derived_event
 from .patch import MOVE, parse_patch, patch_text_of
 from .projects import is_external, is_windows_path, relative_to_project, resolve_path
@@ -320,23 +320,13 @@ def _derive_command(event: Event) -> list[Event]:
         # Cut like any stored tool input: a heredoc can make a command line very long.
         "command": summarize_input(invocation.script),
         "cwd": invocation.cwd,
-        "exit_code": _int_or_none(event.data.get("exit_code")),
-        "duration_ms": _int_or_none(event.data.get("duration_ms")),
+        "exit_code": as_int(event.data.get("exit_code")),
+        "duration_ms": as_int(event.data.get("duration_ms")),
         "interrupted": event.data.get("interrupted") is True,
         # Muse reports only success/failure: kept as is rather than invented as an exit code.
         "is_error": is_error if isinstance(is_error, bool) else None,
     }
     return [derived_event(event, COMMAND, f"{event.key}/command", data)]
-
-
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value == value:  # not NaN
-        return round(value)
-    return None
 
 
 @dataclass

@@ -11,17 +11,7 @@ from typing import Any
 
 import orjson
 
-
-class DaemonNotRunning(Exception):
-    pass
-
-
-class RemoteError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} ({code})")
-        self.code = code
-        self.message = message
-        self.data = data
+from ..errors import DaemonNotRunning, RemoteError
 
 
 def _explain_connect_failure(path: Path, exc: OSError) -> str:

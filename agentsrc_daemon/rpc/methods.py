@@ -1,5 +1,6 @@
 """The socket methods: parameter checking and shaping of results. Queries are the
-store's (store.Reader); the transport is the server's."""
+store's (store.Reader); the transport is the server's (rpc/transport.py), subscribe's
+stream included: its params are checked here, by the same rules as events.list's."""
 
 from __future__ import annotations
 
@@ -8,14 +9,20 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..errors import RpcError
 from ..events import AGENTS, EVENT_KINDS
 from ..store import Reader
-from .transport import INVALID_PARAMS, Handler, RpcError
+from .transport import INVALID_PARAMS, Handler, Subscription
 
 MAX_LIMIT = 10_000
+MAX_EVENT_ID = 2**62  # the largest since_id accepted
 
 
-def _int(params: dict[str, Any], name: str, default: int, lo: int = 0, hi: int = MAX_LIMIT) -> int:
+def _int_param(
+    params: dict[str, Any], name: str, default: int, lo: int = 0, hi: int = MAX_LIMIT
+) -> int:
+    """A request's integer param, checked: a JSON integer (not a float, not a bool: a
+    request is typed, unlike a transcript) within [lo, hi]; ``default`` when absent."""
     value = params.get(name, default)
     if value is None:
         return default
@@ -26,7 +33,7 @@ def _int(params: dict[str, Any], name: str, default: int, lo: int = 0, hi: int =
     return value
 
 
-def _str(params: dict[str, Any], name: str, required: bool = False) -> str | None:
+def _str_param(params: dict[str, Any], name: str, required: bool = False) -> str | None:
     value = params.get(name)
     if value is None:
         if required:
@@ -54,8 +61,14 @@ def _kinds(params: dict[str, Any]) -> list[str] | None:
     return kinds
 
 
+def _next_since_id(rows: list[dict[str, Any]], limit: int) -> int | None:
+    """The pagination cursor of a list: the last id when the page is full (there may be
+    more after it), else None (this was the last page)."""
+    return rows[-1]["id"] if len(rows) == limit else None
+
+
 def _session(reader: Reader, params: dict[str, Any], name: str = "session_id") -> str | None:
-    ident = _str(params, name)
+    ident = _str_param(params, name)
     if ident is None:
         return None
     resolved = reader.resolve_session(ident)
@@ -65,13 +78,16 @@ def _session(reader: Reader, params: dict[str, Any], name: str = "session_id") -
 
 
 def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
-    agent = _str(params, "agent")
+    agent = _str_param(params, "agent")
     if agent is not None and agent not in AGENTS:
         raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
-    limit = _int(params, "limit", 50, 1)
+    limit = _int_param(params, "limit", 50, 1)
     return {
         "sessions": reader.sessions(
-            agent=agent, limit=limit, cwd=_str(params, "cwd"), project=_str(params, "project")
+            agent=agent,
+            limit=limit,
+            cwd=_str_param(params, "cwd"),
+            project=_str_param(params, "project"),
         )
     }
 
@@ -88,17 +104,16 @@ def sessions_get(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
 
 def events_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     sid = _session(reader, params)
-    limit = _int(params, "limit", 100, 1)
-    since = _int(params, "since_id", 0, 0, 2**62)
+    limit = _int_param(params, "limit", 100, 1)
+    since = _int_param(params, "since_id", 0, 0, MAX_EVENT_ID)
     events = reader.events(
         session_id=sid,
         kinds=_kinds(params),
         since_id=since,
         limit=limit,
-        call_id=_str(params, "call_id"),
+        call_id=_str_param(params, "call_id"),
     )
-    next_id = events[-1]["id"] if len(events) == limit else None
-    return {"events": events, "next_since_id": next_id}
+    return {"events": events, "next_since_id": _next_since_id(events, limit)}
 
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
@@ -124,31 +139,27 @@ def parse_since(value: str, now: datetime | None = None) -> str:
 
 
 def _since(params: dict[str, Any]) -> str | None:
-    value = _str(params, "since")
+    value = _str_param(params, "since")
     return parse_since(value) if value else None
-
-
-def _page(events: list[dict[str, Any]], limit: int) -> dict[str, Any]:
-    return {"events": events, "next_since_id": events[-1]["id"] if len(events) == limit else None}
 
 
 def _file_events(kind: str) -> Handler:
     def handler(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
-        agent = _str(params, "agent")
+        agent = _str_param(params, "agent")
         if agent is not None and agent not in AGENTS:
             raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
-        limit = _int(params, "limit", 100, 1)
+        limit = _int_param(params, "limit", 100, 1)
         events = reader.file_events(
             kind,
-            _str(params, "path"),
+            _str_param(params, "path"),
             session_id=_session(reader, params),
             agent=agent,
-            project=_str(params, "project"),
+            project=_str_param(params, "project"),
             since_ts=_since(params),
-            since_id=_int(params, "since_id", 0, 0, 2**62),
+            since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
             limit=limit,
         )
-        return _page(events, limit)
+        return {"events": events, "next_since_id": _next_since_id(events, limit)}
 
     return handler
 
@@ -160,17 +171,17 @@ def commands_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     exit_code = params.get("exit_code")
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
         raise RpcError(INVALID_PARAMS, "exit_code must be an integer")
-    limit = _int(params, "limit", 100, 1)
+    limit = _int_param(params, "limit", 100, 1)
     events = reader.commands(
         session_id=_session(reader, params),
-        project=_str(params, "project"),
+        project=_str_param(params, "project"),
         failed=failed,
         exit_code=exit_code,
         since_ts=_since(params),
-        since_id=_int(params, "since_id", 0, 0, 2**62),
+        since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
         limit=limit,
     )
-    return _page(events, limit)
+    return {"events": events, "next_since_id": _next_since_id(events, limit)}
 
 
 def sessions_files(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -181,20 +192,17 @@ def sessions_files(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def findings_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
-    limit = _int(params, "limit", 100, 1)
+    limit = _int_param(params, "limit", 100, 1)
     findings = reader.findings(
         session_id=_session(reader, params),
-        path=_str(params, "path"),
-        secret_type=_str(params, "type"),
-        project=_str(params, "project"),
+        path=_str_param(params, "path"),
+        secret_type=_str_param(params, "type"),
+        project=_str_param(params, "project"),
         since_ts=_since(params),
-        since_id=_int(params, "since_id", 0, 0, 2**62),
+        since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
         limit=limit,
     )
-    return {
-        "findings": findings,
-        "next_since_id": findings[-1]["id"] if len(findings) == limit else None,
-    }
+    return {"findings": findings, "next_since_id": _next_since_id(findings, limit)}
 
 
 def findings_report(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -202,15 +210,27 @@ def findings_report(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def sources_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
-    return {"sources": reader.sources(_str(params, "path_like"))}
+    return {"sources": reader.sources(_str_param(params, "path_like"))}
+
+
+def subscribe_params(reader: Reader, params: dict[str, Any]) -> Subscription:
+    """subscribe's params, checked as events.list checks the same ones (an unknown kind
+    is refused alike). The session is not resolved: a subscriber may wait for a session
+    that has not started, so ``session_id`` filters by the exact id."""
+    since = params.get("since_id")
+    return Subscription(
+        since_id=None if since is None else _int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
+        kinds=_kinds(params),
+        session_id=_str_param(params, "session_id"),
+    )
 
 
 def subscribe_backlog(
-    reader: Reader, since: int, filters: dict[str, Any], limit: int
+    reader: Reader, since: int, subscription: Subscription, limit: int
 ) -> list[dict[str, Any]]:
     return reader.events(
-        session_id=filters.get("session_id"),
-        kinds=filters.get("kinds"),
+        session_id=subscription.session_id,
+        kinds=subscription.kinds,
         since_id=since,
         limit=limit,
     )
@@ -219,6 +239,8 @@ def subscribe_backlog(
 def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handler]:
     return {
         "status": lambda reader, params: status(reader),
+        # Checks the params only: the transport turns the connection into the stream.
+        "subscribe": subscribe_params,
         "sessions.list": sessions_list,
         "sessions.get": sessions_get,
         "events.list": events_list,

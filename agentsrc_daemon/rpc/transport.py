@@ -2,10 +2,11 @@
 (framed by framing.py; a request over MAX_REQUEST_BYTES gets an error and the rest of
 it is discarded, never held).
 
-Transport only: method handlers live in rpc.py. Each connection gets a thread and its
-own read-only database connection. ``subscribe`` turns a connection into a stream of
-``event`` notifications; a subscriber that cannot keep up is dropped with a notice
-(its queue is bounded), so a slow client never stalls ingest.
+Transport only: method handlers live in rpc/methods.py. Each connection gets a thread and
+its own read-only database connection. ``subscribe`` turns a connection into a stream of
+``event`` notifications (its handler in the methods table only checks the params); a
+subscriber that cannot keep up is dropped with a notice (its queue is bounded), so a slow
+client never stalls ingest.
 
 Only the daemon's own user may connect: the socket is 0600 in a 0700 directory, and
 on Linux the peer's uid is checked with SO_PEERCRED.
@@ -22,6 +23,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ import orjson
 import structlog
 
 from .. import framing
+from ..errors import NotPrivate, RpcError
 from ..store import Reader
 
 log = structlog.get_logger("agentsrc.server")
@@ -44,25 +47,27 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """What a subscriber asked for, its params checked by the methods table's "subscribe"
+    handler (rpc.methods.subscribe_params)."""
+
+    since_id: int | None  # replay the stored events after it first; None: only new ones
+    kinds: list[str] | None
+    session_id: str | None
 
 
 class Subscriber:
-    def __init__(self, filters: dict[str, Any]) -> None:
+    def __init__(self, subscription: Subscription) -> None:
         self.queue: queue.Queue[dict[str, Any]] = queue.Queue(SUBSCRIBER_QUEUE)
-        self.filters = filters
+        self.subscription = subscription
         self.dropped = False
 
     def wants(self, ev: dict[str, Any]) -> bool:
-        kinds = self.filters.get("kinds")
+        kinds = self.subscription.kinds
         if kinds and ev.get("kind") not in kinds:
             return False
-        sid = self.filters.get("session_id")
+        sid = self.subscription.session_id
         return not (sid and ev.get("session_id") != sid)
 
 
@@ -122,7 +127,7 @@ def prepare_socket_dir(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     st = path.parent.stat()
     if st.st_uid != os.getuid():
-        raise PermissionError(f"socket directory {path.parent} belongs to another user")
+        raise NotPrivate(f"socket directory {path.parent} belongs to another user")
     os.chmod(path.parent, 0o700)
 
 
@@ -133,7 +138,7 @@ class Server:
         db_path: Path,
         methods: dict[str, Handler],
         hub: Hub,
-        subscribe_backlog: Callable[[Reader, int, dict[str, Any], int], list[dict[str, Any]]],
+        subscribe_backlog: Callable[[Reader, int, Subscription, int], list[dict[str, Any]]],
     ) -> None:
         self.socket_path = socket_path
         self.db_path = db_path
@@ -311,17 +316,19 @@ class Server:
     ) -> None:
         """Stream events. Registration happens before the backlog query, and events are
         de-duplicated by id, so resuming with since_id leaves no gap."""
-        since = params.get("since_id")
-        kinds = params.get("kinds")
-        if since is not None and (not isinstance(since, int) or isinstance(since, bool)):
-            conn.sendall(_error_line(rid, INVALID_PARAMS, "since_id must be an integer"))
+        check_params = self.methods.get("subscribe")
+        if check_params is None:
+            conn.sendall(_error_line(rid, METHOD_NOT_FOUND, "method not found: subscribe"))
             return
-        if kinds is not None and (
-            not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds)
-        ):
-            conn.sendall(_error_line(rid, INVALID_PARAMS, "kinds must be a list of strings"))
+        try:
+            subscription = check_params(reader, params)
+        except RpcError as exc:
+            conn.sendall(_error_line(rid, exc.code, exc.message, exc.data))
             return
-        sub = Subscriber({"kinds": kinds, "session_id": params.get("session_id")})
+        if not isinstance(subscription, Subscription):
+            raise TypeError(f"the subscribe handler returned {type(subscription).__name__}")
+        since = subscription.since_id
+        sub = Subscriber(subscription)
         self.hub.add(sub)
         conn.settimeout(SEND_TIMEOUT_S)
         try:
@@ -331,7 +338,7 @@ class Server:
             if since is not None:
                 last = since
                 while True:
-                    page = self.subscribe_backlog(reader, last, sub.filters, 1000)
+                    page = self.subscribe_backlog(reader, last, subscription, 1000)
                     for ev in page:
                         conn.sendall(_notification("event", ev))
                         last = ev["id"]

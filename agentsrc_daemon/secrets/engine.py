@@ -9,7 +9,8 @@ makes it fast enough for a backfill without changing its answers:
    same calls its file scan makes (``_scan_line`` and ``_is_filtered_out`` from
    detect_secrets.core.scan), with the same line filters, secret filters and context.
 3. Results are cached by a hash of the text (tool outputs repeat); ``scan_many`` runs the
-   prefilter once over many texts; ``ScanPool`` runs all this in a worker process.
+   prefilter once over many texts. (Scanning off the ingest thread is the backfill
+   worker's: ingest/workers.py runs the whole stage chain in a second process.)
 
 ``SecretScanner.scan_naive`` is the reference the fast path is tested against: detect-secrets'
 ``_process_line_based_plugins`` over every line, as ``scan_file`` does.
@@ -29,7 +30,7 @@ installs its configuration when built, the way detect-secrets' own CLI does
 (``transient_settings`` then ``get_settings().set``), and re-installs it before a scan if
 something else in the process changed it. Two scanners with different plugin sets in one
 process work, but the reference scan of one re-installs settings after the other; the
-daemon builds one scanner per process (or per ScanPool worker).
+daemon builds one scanner per process (the backfill worker builds its own).
 
 Lines are read the way detect-secrets reads a file: split at \\n, \\r and \\r\\n, then
 right-stripped. Content is scanned as a file with no extension would be (the keyword plugin
@@ -46,14 +47,12 @@ import hashlib
 import hmac
 import io
 import itertools
-import multiprocessing
 import os
 import re
 import secrets as _random
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +67,7 @@ from detect_secrets.core.scan import (
 from detect_secrets.settings import get_filters, get_plugins, get_settings, transient_settings
 from detect_secrets.util.code_snippet import CodeSnippet
 
-from ..config import ConfigError
+from ..errors import ConfigError
 from .prefilter import Prefilter, count_line_breaks, make_views
 
 log = structlog.get_logger("agentsrc.scan")
@@ -297,7 +296,7 @@ class _Hit:
 
 class SecretScanner:
     """Scans texts with detect-secrets (fast path) plus user patterns. Not thread-safe:
-    use one per thread, or a ScanPool."""
+    use one per thread."""
 
     def __init__(
         self,
@@ -679,62 +678,3 @@ def _str_count_breaks(text: str, start: int, end: int) -> int:
     return (
         text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
     )
-
-
-# --------------------------------------------------------------------------- worker pool
-
-_worker_scanner: SecretScanner | None = None
-
-
-def _init_worker(plugins: list[str] | None, user_patterns: dict[str, str], hash_key: bytes) -> None:
-    global _worker_scanner
-    _worker_scanner = SecretScanner(plugins, user_patterns, hash_key)
-
-
-def _worker_scan(texts: list[str]) -> list[list[Finding]]:
-    assert _worker_scanner is not None
-    return _worker_scanner.scan_many(texts)
-
-
-def _worker_redact(texts: list[str]) -> list[tuple[str, list[Finding]]]:
-    assert _worker_scanner is not None
-    return [_worker_scanner.redact(t) for t in texts]
-
-
-class ScanPool:
-    """Scanning in one worker process (for backfill: keeps the ingest thread free and uses
-    a second core). The worker builds its scanner once. Submit batches, not single texts:
-    a round trip costs more than scanning a small text. Uses 'spawn', because forking a
-    process that runs threads (the watcher) is unsafe; as with any spawned worker, the
-    program's main module must start work only under ``if __name__ == "__main__":``
-    (console-script entry points do)."""
-
-    def __init__(
-        self,
-        plugins: list[str] | None,
-        user_patterns: dict[str, str] | None,
-        hash_key: bytes,
-        *,
-        start_method: str = "spawn",
-    ) -> None:
-        self._executor = ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=multiprocessing.get_context(start_method),
-            initializer=_init_worker,
-            initargs=(plugins, dict(user_patterns or {}), bytes(hash_key)),
-        )
-
-    def scan_batch(self, texts: list[str]) -> Future[list[list[Finding]]]:
-        return self._executor.submit(_worker_scan, texts)
-
-    def redact_batch(self, texts: list[str]) -> Future[list[tuple[str, list[Finding]]]]:
-        return self._executor.submit(_worker_redact, texts)
-
-    def close(self, wait: bool = True) -> None:
-        self._executor.shutdown(wait=wait, cancel_futures=not wait)
-
-    def __enter__(self) -> ScanPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

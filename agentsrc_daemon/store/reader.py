@@ -23,6 +23,7 @@ from typing import Any, Final
 import apsw
 import orjson
 
+from ..errors import SchemaTooNew
 from ..events import (
     COMPACTION,
     ERROR,
@@ -361,7 +362,7 @@ def migrate(conn: apsw.Connection) -> int:
     """Bring the schema to SCHEMA_VERSION. Returns the version found before."""
     (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
     if found > SCHEMA_VERSION:
-        raise RuntimeError(
+        raise SchemaTooNew(
             f"database schema version {found} is newer than this agentsrc ({SCHEMA_VERSION})"
         )
     for version in range(found, SCHEMA_VERSION):

@@ -17,7 +17,6 @@ Exit status 0 only when every check is ok (warnings included as ok).
 
 from __future__ import annotations
 
-import importlib
 import os
 import shlex
 import stat
@@ -30,8 +29,9 @@ from typing import Any
 import apsw
 
 from agentsrc_daemon.config import Config
+from agentsrc_daemon.errors import ServiceError
+from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.system.service import (
-    ServiceError,
     ServiceStatus,
     ServiceTarget,
     service_status,
@@ -337,15 +337,9 @@ def check_integrity(cfg: Config) -> Check | None:
 
 
 def ask_daemon_status(cfg: Config) -> Any:
-    """The daemon's answer to "status" over its socket (the lead's client module)."""
-    module = importlib.import_module("agentsrc_daemon.rpc.client")
-    client = module.Client(cfg.socket_path, timeout=DAEMON_TIMEOUT)
-    try:
+    """The daemon's answer to "status" over its socket."""
+    with Client(cfg.socket_path, timeout=DAEMON_TIMEOUT) as client:
         return client.call("status", {})
-    finally:
-        close = getattr(client, "close", None)
-        if callable(close):
-            close()
 
 
 def summarize_answer(answer: Any, limit: int = 5) -> str:
@@ -358,10 +352,6 @@ def summarize_answer(answer: Any, limit: int = 5) -> str:
 def check_daemon(cfg: Config, ask: Callable[[Config], Any]) -> Check:
     try:
         answer = ask(cfg)
-    except ImportError as exc:
-        return Check(
-            "daemon", False, f"cannot ask the daemon: no client in this build ({exc})", None
-        )
     except Exception as exc:  # any failure to get an answer is the finding itself
         return Check(
             "daemon",

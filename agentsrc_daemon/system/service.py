@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.sax.saxutils import escape as xml_escape
 
-from agentsrc_daemon.config import Config, ConfigError, default_config_file, load_config
+from agentsrc_daemon.config import Config, default_config_file, load_config
+from agentsrc_daemon.errors import ConfigError, ServiceError
 
 Platform = Literal["linux", "darwin"]
 
@@ -46,10 +47,6 @@ SYSTEMD_TEMPLATE_PATH = SOURCE_ROOT / "systemd" / UNIT_NAME
 LAUNCHD_TEMPLATE_PATH = SOURCE_ROOT / "launchd" / f"{LAUNCHD_LABEL}.plist"
 
 PLACEHOLDER_PATTERN = re.compile(r"@[A-Z_]+@")
-
-
-class ServiceError(Exception):
-    """Installing, removing or querying the service failed; the message says what to do."""
 
 
 def detect_platform(override: str | None = None, env: Mapping[str, str] | None = None) -> Platform:
@@ -653,7 +650,9 @@ class ServiceStatus:
         }
 
 
-def _int_or_none(value: str | None) -> int | None:
+def _int_from_text(value: str | None) -> int | None:
+    """A number in systemctl's or launchctl's text output (not a transcript's JSON
+    number: adapters/common.py as_int reads those)."""
     if value is None:
         return None
     try:
@@ -716,10 +715,10 @@ def _systemd_status(target: ServiceTarget, env: Mapping[str, str] | None) -> Ser
     status.state = f"{active_state} ({sub})" if sub else active_state
     if not status.loaded:
         status.state = props.get("LoadState", "not-found")
-    main_pid = _int_or_none(props.get("MainPID"))
+    main_pid = _int_from_text(props.get("MainPID"))
     status.pid = main_pid if main_pid else None
-    status.restarts = _int_or_none(props.get("NRestarts"))
-    status.last_exit = _int_or_none(props.get("ExecMainStatus"))
+    status.restarts = _int_from_text(props.get("NRestarts"))
+    status.last_exit = _int_from_text(props.get("ExecMainStatus"))
     status.status_text = props.get("StatusText") or None
     return status
 
@@ -748,10 +747,10 @@ def _launchd_status(target: ServiceTarget, env: Mapping[str, str] | None) -> Ser
     status.loaded = True
     status.state = props.get("state", "unknown")
     status.active = status.state == "running"
-    status.pid = _int_or_none(props.get("pid"))
-    runs = _int_or_none(props.get("runs"))
+    status.pid = _int_from_text(props.get("pid"))
+    runs = _int_from_text(props.get("runs"))
     status.restarts = max(runs - 1, 0) if runs is not None else None
-    status.last_exit = _int_or_none(props.get("last exit code"))
+    status.last_exit = _int_from_text(props.get("last exit code"))
     return status
 
 

@@ -1,0 +1,186 @@
+"""The socket methods and the transport in one process: a real Server on a temporary
+store, spoken to over its real socket. subscribe checks its params by the same rules as
+events.list (one validation in rpc/methods.py), and every list pages the same way."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from agentsrc_daemon import events as E
+from agentsrc_daemon.cli import app
+from agentsrc_daemon.ingest.cursor import Cursor
+from agentsrc_daemon.rpc import methods
+from agentsrc_daemon.rpc.transport import INVALID_PARAMS, Hub, Server
+from agentsrc_daemon.store import Batch, Reader, Store
+
+SESSION = "codex:s1"
+
+
+def prompt(n: int) -> E.Event:
+    return E.Event(
+        key=f"p{n}",
+        session_id=SESSION,
+        kind=E.PROMPT,
+        ts=f"2025-01-01T00:00:0{n}.000Z",
+        adapter="codex",
+        source_path="/x/a.jsonl",
+        offset=n * 10,
+        data={"text": f"prompt {n}"},
+    )
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    db = tmp_path / "agentsrc.db"
+    store = Store(db)
+    batch = Batch(
+        events=[prompt(n) for n in range(3)],
+        sessions=[E.SessionFacts(SESSION, "codex", "s1", cwd="/w")],
+    )
+    batch.cursors["/x/a.jsonl"] = Cursor("/x/a.jsonl", "codex", "jsonl", offset=30)
+    store.commit(batch)
+    store.close()
+    # A short directory: AF_UNIX paths are limited to about 104 bytes.
+    run_dir = Path(tempfile.mkdtemp(prefix="asrc-rpc-", dir="/tmp"))
+    srv = Server(
+        run_dir / "s" / "agentsrc.sock",
+        db,
+        methods.build_methods(lambda reader: {"state": "live"}),
+        Hub(),
+        methods.subscribe_backlog,
+    )
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def request(srv: Server, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The first reply to one request, on a connection of its own (a subscription keeps
+    its connection: it is closed here after the first message)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(10)
+        conn.connect(str(srv.socket_path))
+        line = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        conn.sendall(orjson.dumps(line) + b"\n")
+        data = b""
+        while b"\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    reply: dict[str, Any] = orjson.loads(data.split(b"\n", 1)[0])
+    return reply
+
+
+UNKNOWN_KIND = {
+    "code": INVALID_PARAMS,
+    "message": "unknown kind 'bogus'",
+    "data": {"kinds": list(E.EVENT_KINDS)},
+}
+BAD_PARAMS = [
+    ({"kinds": ["prompt", "bogus"]}, UNKNOWN_KIND),
+    ({"kind": "bogus"}, UNKNOWN_KIND),
+    (
+        {"kinds": "prompt"},
+        {"code": INVALID_PARAMS, "message": "kind must be a string or kinds a list of strings"},
+    ),
+    ({"since_id": "7"}, {"code": INVALID_PARAMS, "message": "since_id must be an integer"}),
+    (
+        {"since_id": -1},
+        {"code": INVALID_PARAMS, "message": "since_id must be between 0 and 4611686018427387904"},
+    ),
+    (
+        {"session_id": 5},
+        {"code": INVALID_PARAMS, "message": "session_id must be a non-empty string"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("params", "error"), BAD_PARAMS)
+def test_subscribe_refuses_what_events_list_refuses(
+    server: Server, params: dict[str, Any], error: dict[str, Any]
+) -> None:
+    listed = request(server, "events.list", params)
+    subscribed = request(server, "subscribe", params)
+    assert listed == {"jsonrpc": "2.0", "id": 1, "error": error}
+    assert subscribed == listed
+
+
+def test_subscribe_takes_kind_like_events_list(server: Server) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(10)
+        conn.connect(str(server.socket_path))
+        params = {"kind": "prompt", "since_id": 1}
+        line = {"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": params}
+        conn.sendall(orjson.dumps(line) + b"\n")
+        data = b""
+        while data.count(b"\n") < 3:
+            chunk = conn.recv(65536)
+            assert chunk, data
+            data += chunk
+    first, *replayed = [orjson.loads(x) for x in data.splitlines()[:3]]
+    assert first == {"jsonrpc": "2.0", "id": 1, "result": {"subscribed": True, "last_id": 3}}
+    assert [(m["method"], m["params"]["id"], m["params"]["text"]) for m in replayed] == [
+        ("event", 2, "prompt 1"),
+        ("event", 3, "prompt 2"),
+    ]
+
+
+def test_subscribe_params_tell_no_replay_from_a_replay_from_the_start(server: Server) -> None:
+    reader = Reader(server.db_path)
+    try:
+        checked = methods.subscribe_params(reader, {"kinds": ["prompt"], "session_id": SESSION})
+        assert (checked.since_id, checked.kinds, checked.session_id) == (None, ["prompt"], SESSION)
+        assert methods.subscribe_params(reader, {"since_id": 0}).since_id == 0
+    finally:
+        reader.close()
+
+
+def test_lists_page_with_next_since_id(server: Server) -> None:
+    first = request(server, "events.list", {"limit": 2})["result"]
+    assert [e["id"] for e in first["events"]] == [1, 2]
+    assert first["next_since_id"] == 2
+    last = request(server, "events.list", {"limit": 2, "since_id": 2})["result"]
+    assert [e["id"] for e in last["events"]] == [3]
+    assert last["next_since_id"] is None
+    # A full last page still says where to go on: the next page is empty.
+    full = request(server, "events.list", {"limit": 3})["result"]
+    assert full["next_since_id"] == 3
+    assert request(server, "events.list", {"since_id": 3})["result"] == {
+        "events": [],
+        "next_since_id": None,
+    }
+    for method in ("files.reads", "files.edits", "commands.list"):
+        assert request(server, method, {"limit": 2})["result"] == {
+            "events": [],
+            "next_since_id": None,
+        }
+    assert request(server, "findings.list", {"limit": 2})["result"] == {
+        "findings": [],
+        "next_since_id": None,
+    }
+
+
+def test_tail_with_an_unknown_kind_fails_like_events(server: Server, tmp_path: Path) -> None:
+    """`agentsrc tail --kind bogus` used to wait forever for events of no kind."""
+    runner = CliRunner()
+    no_config = {"AGENTSRC_CONFIG": None, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    for command in ("events", "tail"):
+        result = runner.invoke(
+            app,
+            ["--socket", str(server.socket_path), command, "--kind", "bogus"],
+            env=no_config,
+        )
+        assert (result.exit_code, result.output) == (2, "agentsrc: unknown kind 'bogus'\n")
