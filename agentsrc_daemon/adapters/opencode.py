@@ -240,7 +240,8 @@ class OpenCodeAdapter:
         return {
             "sessions": {},  # native id -> {"dir", "v" (version), "title" rank, "model"}
             "messages": {},  # message id -> what its parts need (see _message_info)
-            "turns": {},  # turn ids already opened (TurnFacts status "open" sent once)
+            "turns": {},  # turn id -> "open" | "ended": TurnFacts status "open" sent once
+            "compactions": {},  # compaction requests already recorded (part or summary)
         }
 
     def parse(
@@ -263,6 +264,7 @@ class OpenCodeAdapter:
             return []
         if state is None:
             state = self.initial_state(source_path)
+        state["documents"] = True
         kind = _document_kind(obj, source_path)
         if kind is None:
             return []
@@ -418,9 +420,13 @@ def _user_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record]:
     out: list[Record] = [start]
     turns = _table(rec.state, "turns")
     if mid not in turns:
-        _remember(turns, mid, 1, MAX_TURNS)
+        # A user message is rewritten after its turn (OpenCode adds a summary), so its
+        # row can come after the turn's end: "open" only for a turn not seen ended, and
+        # never from documents (each has its own state: the end may be in another one).
+        _remember(turns, mid, "open", MAX_TURNS)
+        status = None if rec.state.get("documents") else "open"
         out.append(
-            TurnFacts(rec.session_id, mid, started_at=created, status="open", cwd=cwd, model=model)
+            TurnFacts(rec.session_id, mid, started_at=created, status=status, cwd=cwd, model=model)
         )
     return out
 
@@ -464,9 +470,12 @@ def _assistant_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record
                     data={"message": message, "error_type": name},
                 )
             )
-    if data.get("summary") is True and turn:
+    compactions = _table(rec.state, "compactions")
+    if data.get("summary") is True and turn and turn not in compactions:
         # A compaction: this message's text is the summary (never kept). Keyed by the
-        # compaction request it answers, as the request's compaction part is.
+        # compaction request it answers, as the request's compaction part is (read
+        # first from a database; the part says whether it was automatic).
+        _remember(compactions, turn, 1, MAX_TURNS)
         out.append(
             rec.event(
                 COMPACTION,
@@ -478,7 +487,8 @@ def _assistant_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record
             )
         )
     finish = _str(data.get("finish"))
-    if completed and turn and (isinstance(error, dict) or finish not in CONTINUE_FINISHES):
+    ends = completed and turn and (isinstance(error, dict) or finish not in CONTINUE_FINISHES)
+    if ends and turn and _table(rec.state, "turns").get(turn) != "ended":
         reason: str | None
         if isinstance(error, dict):
             status, reason = "aborted", ("interrupted" if aborted else _error_info(error)[1])
@@ -494,6 +504,7 @@ def _assistant_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record
         )
         out.append(end)
         out.append(TurnFacts(rec.session_id, turn, ended_at=completed, status=status))
+        _remember(_table(rec.state, "turns"), turn, "ended", MAX_TURNS)
     return out
 
 
@@ -656,9 +667,12 @@ class _Part:
             text = err if isinstance(err, str) else ""
             is_error = True
         contents = [("output", text)] if text else []
-        extra = metadata.get("output")  # bash: the output as it streamed (the last 30 KB)
-        if isinstance(extra, str) and extra and extra not in text:
-            contents.append(("output", extra))
+        # bash: the output as it streamed (its last 30 KB); older versions kept stdout and
+        # stderr apart.
+        for label in ("output", "stdout", "stderr"):
+            extra = metadata.get(label)
+            if isinstance(extra, str) and extra and extra not in text:
+                contents.append((label, extra))
         start_ms, end_ms = _int(time.get("start")), _int(time.get("end"))
         duration = end_ms - start_ms if start_ms is not None and end_ms is not None else None
         result = self.event(
@@ -714,6 +728,7 @@ class _Part:
     def compaction(self) -> list[Record]:
         """A compaction request (the user message's part); its summary is the answer."""
         trigger = "auto" if self.data.get("auto") is True else "manual"
+        _remember(_table(self.rec.state, "compactions"), self.mid, 1, MAX_TURNS)
         return [
             self.event(
                 COMPACTION,

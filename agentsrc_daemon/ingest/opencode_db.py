@@ -68,6 +68,10 @@ import apsw
 import orjson
 
 TABLES = ("session", "message", "part")
+# The order a poll reads them in: sessions first (a prompt titles a session only once its
+# placeholder title is known), parts before messages (a compaction request's part says
+# whether it was automatic; the summary message that answers it has the same key).
+POLL_ORDER = ("session", "part", "message")
 CURSOR_VERSION = 1
 
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -370,7 +374,7 @@ class OpenCodeDB:
         budget = _Budget(self.max_rows, self.max_bytes)
         now = self._clock_ms()
         tables = cur["tables"]
-        for table in TABLES:
+        for table in POLL_ORDER:
             columns = self._columns.get(table)
             if columns is None:
                 continue
