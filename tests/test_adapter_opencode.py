@@ -609,3 +609,43 @@ def test_corpus_json_tree() -> None:
     assert kinds == Counter({"SessionFacts": 4, PROMPT: 2, TURN_START: 2, "TurnFacts": 2,
                              ERROR: 2})
     assert {e.data["error_type"] for e in events(records, ERROR)} == {"UnknownError"}
+
+
+# -- derive rules, case by case ------------------------------------------------------------
+
+
+def _call(tool: str, inp: dict[str, Any], cwd: str | None = SHOP) -> Event:
+    return Event(key="k", session_id="opencode:s", kind=TOOL_CALL, ts=None, adapter="opencode",
+                 source_path="db", offset=0, tool=tool, call_id="c", input=inp, cwd=cwd)
+
+
+@pytest.mark.parametrize(
+    ("tool", "inp", "cwd", "expected"),
+    [
+        ("read", {"filePath": "/etc/hosts", "offset": 10}, SHOP, [(READ, "/etc/hosts", "read")]),
+        ("read", {"filePath": "docs"}, SHOP, [(READ, f"{SHOP}/docs", "read")]),
+        ("write", {"filePath": "a.txt", "content": "x"}, SHOP, [(EDIT, f"{SHOP}/a.txt", "write")]),
+        ("edit", {"filePath": "/w/a.py", "oldString": "", "newString": "x"}, SHOP,
+         [(EDIT, "/w/a.py", "write")]),
+        ("edit", {"filePath": "/w/a.py", "oldString": "a", "newString": "b"}, SHOP,
+         [(EDIT, "/w/a.py", "update")]),
+        ("multiedit", {"filePath": "/w/b.py", "edits": [
+            {"filePath": "/w/b.py", "oldString": "a", "newString": "b"}]}, SHOP,
+         [(EDIT, "/w/b.py", "update")]),
+        ("patch", {"patchText": "*** Begin Patch\n*** Delete File: old.txt\n*** End Patch"}, SHOP,
+         [(EDIT, f"{SHOP}/old.txt", "delete")]),
+        ("grep", {"pattern": "TODO"}, SHOP, [(READ, SHOP, "grep")]),
+        ("grep", {"pattern": "TODO", "path": "/srv"}, SHOP, [(READ, "/srv", "grep")]),
+        ("glob", {"pattern": "*.py", "path": "/srv"}, SHOP, []),
+        ("list", {"path": "/srv"}, SHOP, []),
+        ("bash", {"command": "cat notes.txt", "workdir": "sub"}, SHOP,
+         [(READ, f"{SHOP}/sub/notes.txt", "read")]),
+        # Under a Windows cwd OpenCode may run PowerShell or cmd: recorded, never parsed.
+        ("bash", {"command": "type notes.txt"}, "C:\\work", []),
+        ("Read", {"file_path": "/etc/hosts"}, SHOP, []),  # Claude's names are not OpenCode's
+    ],
+)
+def test_derive_rules(tool: str, inp: dict[str, Any], cwd: str | None,
+                      expected: list[tuple[str, str, str]]) -> None:
+    out = Deriver(project_root_for, home="/home/dev")(_call(tool, inp, cwd))
+    assert [(e.kind, e.data["path"], e.data["op"]) for e in out] == expected

@@ -327,6 +327,20 @@ def test_bad_and_oversize_rows_are_counted_and_passed(db: Path) -> None:
     w.close()
 
 
+def test_times_opencode_never_writes_are_skipped(db: Path) -> None:
+    w = Writer(db)
+    w.part("prt_1", T0, text(1))
+    for pid, t in (("prt_2", "'soon'"), ("prt_3", "1768471200000.5"), ("prt_4", "1768471200001.0")):
+        w.conn.execute(
+            "INSERT INTO part(id, message_id, session_id, time_created, time_updated, data)"
+            f" VALUES(?, 'msg_a', 'ses_a', 1, {t}, ?)", (pid, orjson.dumps(text(1)).decode()))
+    reader = OpenCodeDB(str(db), clock_ms=Clock(T0 + 10**6))
+    result = reader.poll(None)
+    assert ids(result) == ["prt_1", "prt_4"] and result.errors == {}
+    assert reader.poll(result.cursor).pages == []
+    w.close()
+
+
 def test_a_missing_or_replaced_file(tmp_path: Path) -> None:
     path = tmp_path / "opencode.db"
     reader = OpenCodeDB(str(path), clock_ms=Clock(T0))

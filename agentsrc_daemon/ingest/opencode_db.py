@@ -357,8 +357,9 @@ class OpenCodeDB:
             result.errors[f"{SQL_ERROR}:{type(exc).__name__}"] = 1
             result.cursor = cur
             return result
-        except apsw.Error as exc:
-            # The schema changed under us, or the file is damaged: count, keep the cursor.
+        except (apsw.Error, ValueError, TypeError) as exc:
+            # The schema changed under us, the file is damaged, a row holds what OpenCode
+            # never writes: count, keep the cursor, read nothing.
             result.pages = []
             result.more = False
             result.errors[f"{SQL_ERROR}:{type(exc).__name__}"] = 1
@@ -404,8 +405,14 @@ class OpenCodeDB:
         last_id: str = tc["id"]
         seen: dict[str, list[int]] = tc["seen"]
         low = max(now - self.lag_ms, tc["floor"])
-        upto = "(time_updated < :t OR (time_updated = :t AND id <= :i))"
-        after = "(time_updated > :t OR (time_updated = :t AND id > :i))"
+        # A time that is not a number (never written by OpenCode) is never read: it
+        # could not be ordered against the watermark.
+        numeric = (
+            "(typeof(time_updated) = 'integer' OR (typeof(time_updated) = 'real'"
+            " AND time_updated = CAST(time_updated AS INTEGER)))"
+        )
+        upto = f"({numeric} AND (time_updated < :t OR (time_updated = :t AND id <= :i)))"
+        after = f"({numeric} AND (time_updated > :t OR (time_updated = :t AND id > :i)))"
         args = {"t": t, "i": last_id, "low": low}
         out: list[dict[str, Any]] = []
         delivered: list[tuple[_Key, int]] = []  # (key, fingerprint) of every row returned
@@ -420,7 +427,7 @@ class OpenCodeDB:
             rowid_prev = max_rowid  # a VACUUM renumbered the rows
         if rowid_prev is not None and t_prev is not None:
             keys = [
-                _Key(int(r[0]), int(r[1]), str(r[2]))
+                _Key(int(r[0]), _ms(r[1]), str(r[2]))
                 for r in conn.execute(
                     f"SELECT rowid, time_updated, id FROM {q} WHERE rowid > :r"
                     f" AND time_updated < :low AND {upto} ORDER BY rowid LIMIT :n",
@@ -440,7 +447,7 @@ class OpenCodeDB:
         # (b) the recent window: rows at or below the watermark written lately.
         if t_prev is not None and t_prev >= low:
             window = [
-                (_Key(int(r[0]), int(r[1]), str(r[2])), int(r[3] or 0))
+                (_Key(int(r[0]), _ms(r[1]), str(r[2])), int(r[3] or 0))
                 for r in conn.execute(
                     f"SELECT rowid, time_updated, id, {fp} FROM {q}"
                     f" WHERE time_updated >= :low AND {upto}"
@@ -459,7 +466,7 @@ class OpenCodeDB:
         else:
             want = budget.rows
             keys = [
-                _Key(int(r[0]), int(r[1]), str(r[2]))
+                _Key(int(r[0]), _ms(r[1]), str(r[2]))
                 for r in conn.execute(
                     f"SELECT rowid, time_updated, id FROM {q} WHERE {after}"
                     " ORDER BY time_updated, id LIMIT :n",
@@ -536,6 +543,15 @@ class OpenCodeDB:
 
 
 # -- SQL and decoding -------------------------------------------------------------------
+
+
+def _ms(value: Any) -> int:
+    """A ``time_updated`` as stored (an integer; a whole REAL is accepted as one)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int):
+        return value
+    raise ValueError(f"time_updated {value!r} is not a whole number")
 
 
 def _rollback(conn: apsw.Connection) -> None:
