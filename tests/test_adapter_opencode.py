@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.adapters.opencode import ADAPTER, records_from_rows
+from agentsrc_daemon.config import ScanConfig
 from agentsrc_daemon.derive.derive import Deriver
 from agentsrc_daemon.events import (
     COMMAND,
@@ -40,7 +41,6 @@ from agentsrc_daemon.events import (
     SessionFacts,
     TurnFacts,
 )
-from agentsrc_daemon.config import ScanConfig
 from agentsrc_daemon.ingest.opencode_db import OpenCodeDB
 from agentsrc_daemon.secrets.engine import SecretScanner
 from agentsrc_daemon.secrets.stage import SecretStage
