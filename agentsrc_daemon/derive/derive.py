@@ -63,11 +63,23 @@ _MUSE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
 }
 for _name in ("Read", "Edit", "Write"):
     _MUSE_FILE_TOOLS[_name.lower()] = _MUSE_FILE_TOOLS[_name]
+# OpenCode tools take camelCase arguments (packages/opencode/src/tool/*.ts). ``edit``
+# with an empty oldString creates the file (a write); ``grep`` shows matching lines; a
+# ``read`` of a directory lists it (still a read of that path); ``glob`` and ``list``
+# show names only and derive nothing, like Claude's Glob.
+_OPENCODE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "read": (("filePath",), READ, OP_READ),
+    "write": (("filePath",), EDIT, OP_WRITE),
+    "edit": (("filePath",), EDIT, OP_UPDATE),
+    "multiedit": (("filePath",), EDIT, OP_UPDATE),
+}
+_OPENCODE_PATCH_TOOLS = frozenset({"patch", "apply_patch"})  # {patchText}: Codex-style patch
 _SHELL_TOOLS_BY_ADAPTER = {
     "claude-code": {"Bash": "command"},
     "muse": {"Bash": "command", "exec": "command"},
     "gemini": {"run_shell_command": "command"},
     "copilot": {"bash": "command", "powershell": "command"},
+    "opencode": {"bash": "command"},  # {command, workdir, timeout, description}
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
@@ -99,6 +111,9 @@ _COPILOT_EDITOR_COMMANDS = {
     "undo_edit": _COPILOT_FILE_TOOLS["edit"],
 }
 _GLOB_CHARS = frozenset("*?[{")
+# Adapters whose shell tool runs the user's configured shell: on a Windows cwd that may
+# be PowerShell or cmd.exe, so a command string there is recorded but not parsed.
+_USER_SHELL_ADAPTERS = frozenset({"codex", "gemini", "opencode"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +171,7 @@ def _string_is_posix(adapter: str, inp: dict[str, Any], cwd: str | None) -> bool
             return False
         if shell.replace("\\", "/").rsplit("/", 1)[-1] in SHELLS:
             return True
-    return not (adapter in ("codex", "gemini") and cwd is not None and is_windows_path(cwd))
+    return not (adapter in _USER_SHELL_ADAPTERS and cwd is not None and is_windows_path(cwd))
 
 
 def derive(
@@ -210,6 +225,8 @@ def _derive_from_call(
         reads, edits = _gemini_file_tool(tool, inp, event.cwd)
     elif event.adapter == "copilot":
         reads, edits = _copilot_file_tool(tool, inp, event.cwd)
+    elif event.adapter == "opencode":
+        reads, edits = _opencode_tool(tool, inp, event.cwd)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None
@@ -280,6 +297,21 @@ def _copilot_file_tool(
         path = _path_arg(inp, ("path",), cwd) or cwd
         return ([(path, OP_GREP)] if path else []), []
     return _file_tool(_COPILOT_FILE_TOOLS, tool, inp, cwd)
+
+
+def _opencode_tool(
+    tool: str, inp: dict[str, Any], cwd: str | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    if tool in _OPENCODE_PATCH_TOOLS:
+        text = inp.get("patchText")
+        return [], (_patch_edits(text, cwd) if isinstance(text, str) else [])
+    if tool == "grep":
+        path = _path_arg(inp, ("path",), cwd) or cwd
+        return ([(path, OP_GREP)] if path is not None else []), []
+    reads, edits = _file_tool(_OPENCODE_FILE_TOOLS, tool, inp, cwd)
+    if tool == "edit" and edits and inp.get("oldString") == "":
+        edits = [(path, OP_WRITE) for path, _ in edits]
+    return reads, edits
 
 
 def _path_arg(inp: dict[str, Any], keys: tuple[str, ...], cwd: str | None) -> str | None:
