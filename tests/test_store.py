@@ -11,7 +11,8 @@ import pytest
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.ingest.cursor import Cursor
-from agentsrc_daemon.store.reader import SCHEMA_VERSION, Batch, Reader, Store, connect, migrate
+from agentsrc_daemon.store import Batch, Reader, Store, connect, migrate
+from agentsrc_daemon.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 def ev(key: str, kind: str, **kw) -> E.Event:  # type: ignore[no-untyped-def]
@@ -132,8 +133,6 @@ def test_migrations_from_every_version(tmp_path: Path) -> None:
     for start in range(SCHEMA_VERSION):
         conn = connect(tmp_path / f"m{start}.db")
         for v in range(start):
-            from agentsrc_daemon.store.reader import MIGRATIONS
-
             conn.execute(MIGRATIONS[v])
             conn.execute(f"PRAGMA user_version={v + 1}")
         assert migrate(conn) == start
@@ -154,7 +153,7 @@ def test_wal_mode(store: Store) -> None:
 
 
 def test_facts_of_a_batch_coalesce_with_the_database_rules() -> None:
-    from agentsrc_daemon.store.reader import coalesce_facts
+    from agentsrc_daemon.store.batch import coalesce_facts
 
     facts = [
         E.SessionFacts("s", "codex", "s", cwd="/a", model="m1", started_at="2025-01-02"),
