@@ -3,6 +3,7 @@ turn merging, token accounting, migrations, permissions."""
 
 from __future__ import annotations
 
+import pickle
 import stat
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.ingest.cursor import Cursor
-from agentsrc_daemon.store import Batch, Reader, Store, connect, migrate
+from agentsrc_daemon.store import Batch, Reader, Row, Store, connect, migrate, prepare
 from agentsrc_daemon.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 
@@ -168,3 +169,22 @@ def test_facts_of_a_batch_coalesce_with_the_database_rules() -> None:
         "/a", "m2", "2025-01-01", "2025-01-03", "t2"
     )
     assert merged["o"].model == "x" and len(merged) == 2
+
+
+def test_prepared_rows_cross_processes_as_rows(store: Store, tmp_path: Path) -> None:
+    # A backfill worker pickles its prepared batch; the daemon commits what it unpickles.
+    b = batch(ev("p1", E.PROMPT, data={"text": "a"}), ev("r1", E.READ, data={"path": "/w/f"}))
+    prepare(b)
+    sent = pickle.loads(pickle.dumps(b))
+    assert sent.events == [] and sent.cursors.keys() == b.cursors.keys()
+    assert sent.rows == b.rows and all(type(r) is Row for r in sent.rows)
+    assert [(r.kind, r.path, r.source_path) for r in sent.rows] == [
+        ("prompt", None, "/x/a.jsonl"),
+        ("read", "/w/f", "/x/a.jsonl"),
+    ]
+    assert [e["kind"] for e in store.commit(sent).rows()] == ["prompt", "read"]
+    stored = Reader(tmp_path / "db.sqlite").events()
+    assert [(e["kind"], e["source_path"], e.get("path")) for e in stored] == [
+        ("prompt", "/x/a.jsonl", None),
+        ("read", "/x/a.jsonl", "/w/f"),
+    ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass, field, fields
+from functools import partial
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -38,6 +39,36 @@ class DocumentFacts:
     mtime_ns: int | None
 
 
+class Row(NamedTuple):
+    """A prepared event: plain values, cheap to pickle (backfill workers send them to the
+    daemon, see ``Batch.__getstate__``) and to bind. The fields are the ``events``
+    columns in the order the INSERT binds them, with the source's path last: the
+    writer swaps it for the source's id (``bind``)."""
+
+    key_hash: bytes
+    session_id: str
+    kind: str
+    ts: str | None
+    turn_id: str | None
+    tool: str | None
+    call_id: str | None
+    subagent_id: str | None
+    adapter: str
+    offset: int
+    path: str | None  # read/edit/secret events: the file path the event is about
+    data: bytes  # JSON
+    source_path: str  # the transcript the event came from
+
+    def bind(self, source_id: int) -> tuple[Any, ...]:
+        """The INSERT's values: the row with its source path replaced by the source id."""
+        return self[:-1] + (source_id,)
+
+
+# Rows cross the process boundary as plain tuples: pickle handles a NamedTuple with a
+# Python call per row each way, several times slower than a tuple.
+_row_of_tuple = partial(tuple.__new__, Row)
+
+
 @dataclass(slots=True)
 class Batch:
     """Everything one transaction commits."""
@@ -65,22 +96,15 @@ class Batch:
             or self.gone_documents
         )
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["rows"] = list(map(tuple, self.rows))
+        return state
 
-# A prepared event row: plain values, cheap to pickle (workers send them) and to bind.
-# (key_hash, session_id, kind, ts, turn_id, tool, call_id, subagent_id, adapter,
-#  source_path, offset, path, data_json)
-Row = tuple[
-    bytes, str, str, str | None, str | None, str | None, str | None, str | None, str, str,
-    int, str | None, bytes,
-]
-R_KEY: Final = 0
-R_SESSION: Final = 1
-R_KIND: Final = 2
-R_TS: Final = 3
-R_SUBAGENT: Final = 7
-R_ADAPTER: Final = 8
-R_SOURCE: Final = 9
-R_DATA: Final = 12
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.rows = list(map(_row_of_tuple, state["rows"]))
 
 
 def prepare(batch: Batch) -> None:
@@ -96,9 +120,9 @@ def prepare(batch: Batch) -> None:
             data["parts"] = [_part_id(data.get("text") or "")]
         path = data.get("path")
         rows.append(
-            (key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
-             ev.subagent_id, ev.adapter, ev.source_path, ev.offset,
-             path if isinstance(path, str) else None, orjson.dumps(data))
+            Row(key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
+                ev.subagent_id, ev.adapter, ev.offset, path if isinstance(path, str) else None,
+                orjson.dumps(data), ev.source_path)
         )
     batch.events = []
 
@@ -115,8 +139,8 @@ class Inserted:
     def rows(self) -> list[dict[str, Any]]:
         """JSON-ready events, for subscribers (built only when someone listens)."""
         return [
-            event_row_to_json((eid, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
-                               r[10], r[12]))
+            event_row_to_json((eid, r.session_id, r.kind, r.ts, r.turn_id, r.tool, r.call_id,
+                               r.subagent_id, r.adapter, r.source_path, r.offset, r.data))
             for eid, r in self.events
         ]
 

@@ -19,14 +19,6 @@ import orjson
 from ..events import COMPACTION, ERROR, MESSAGE, PROMPT, TOOL_CALL, USAGE, SessionFacts, TurnFacts
 from ..ingest.cursor import Cursor
 from .batch import (
-    R_ADAPTER,
-    R_DATA,
-    R_KEY,
-    R_KIND,
-    R_SESSION,
-    R_SOURCE,
-    R_SUBAGENT,
-    R_TS,
     Batch,
     Inserted,
     Row,
@@ -165,7 +157,7 @@ class Store:
                 )
             for turn in batch.turns:
                 self._merge_turn(turn)
-            for sid, adapter in {(r[R_SESSION], r[R_ADAPTER]) for r in batch.rows}:
+            for sid, adapter in {(r.session_id, r.adapter) for r in batch.rows}:
                 # Events can arrive before any facts about their session (a subagent
                 # file read before its parent): the row must exist for the counters.
                 native = sid.split(":", 1)[1] if sid.startswith(adapter + ":") else sid
@@ -262,14 +254,14 @@ class Store:
         before = int(row[0]) if row else 0
         source_ids = self._source_ids
         for r in prepared:
-            if r[R_SOURCE] not in source_ids:
-                self._source_id(Cursor(r[R_SOURCE], r[R_ADAPTER], "jsonl"))
+            if r.source_path not in source_ids:
+                self._source_id(Cursor(r.source_path, r.adapter, "jsonl"))
         changes_before = self.conn.total_changes()
         self.conn.executemany(
             "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
-            " subagent_id, adapter, source_id, offset, path, data)"
+            " subagent_id, adapter, offset, path, data, source_id)"
             " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [r[:9] + (source_ids[r[R_SOURCE]],) + r[10:] for r in prepared],
+            [r.bind(source_ids[r.source_path]) for r in prepared],
         )
         if self.conn.total_changes() - changes_before == len(prepared):
             # Every row was new: one writer, AUTOINCREMENT, so their ids are consecutive
@@ -283,9 +275,9 @@ class Store:
         }
         inserted: list[tuple[int, Row]] = []
         for r in prepared:
-            eid = new_ids.pop(r[R_KEY], None)  # pop: a key twice in one batch is new once
+            eid = new_ids.pop(r.key_hash, None)  # pop: a key twice in one batch is new once
             if eid is None:
-                if r[R_KIND] == MESSAGE:
+                if r.kind == MESSAGE:
                     self._merge_message_part(r)
                 continue
             self._count(r, tally)
@@ -305,11 +297,11 @@ class Store:
         block's text once. Idempotent: a part already merged is not appended again.
         Parts are identified by their text, so the same conversation replayed into
         another file under new record ids is not appended twice."""
-        incoming = orjson.loads(r[R_DATA])
+        incoming = orjson.loads(r.data)
         if "parts" not in incoming:
             return
         row = self.conn.execute(
-            "SELECT id, data FROM events WHERE key_hash=?", (r[R_KEY],)
+            "SELECT id, data FROM events WHERE key_hash=?", (r.key_hash,)
         ).fetchone()
         if row is None:
             return
@@ -327,22 +319,22 @@ class Store:
 
     def _count(self, r: Row, tally: dict[str, _SessionTally]) -> None:
         """Add an inserted event to its session's tally; applied once per batch."""
-        t = tally.get(r[R_SESSION])
+        t = tally.get(r.session_id)
         if t is None:
-            t = tally[r[R_SESSION]] = _SessionTally()
-        if r[R_SUBAGENT]:
-            t.subagents.add(r[R_SUBAGENT])
-        kind = r[R_KIND]
+            t = tally[r.session_id] = _SessionTally()
+        if r.subagent_id:
+            t.subagents.add(r.subagent_id)
+        kind = r.kind
         column = _COUNTED_KINDS.get(kind)
         if column:
             t.counts[column] = t.counts.get(column, 0) + 1
         elif kind == USAGE:
-            data = orjson.loads(r[R_DATA])
+            data = orjson.loads(r.data)
             for f in USAGE_FIELDS:
                 v = data.get(f)
                 if isinstance(v, int) and not isinstance(v, bool):
                     t.counts[f] = t.counts.get(f, 0) + v
-        ts = r[R_TS]
+        ts = r.ts
         if ts:
             if t.first_ts is None or ts < t.first_ts:
                 t.first_ts = ts
