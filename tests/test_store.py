@@ -188,3 +188,28 @@ def test_prepared_rows_cross_processes_as_rows(store: Store, tmp_path: Path) -> 
         ("prompt", "/x/a.jsonl", None),
         ("read", "/x/a.jsonl", "/w/f"),
     ]
+
+
+def test_where_writes_a_single_indexed_kind_as_a_literal(store: Store) -> None:
+    from agentsrc_daemon.store.where import Where
+
+    where = Where()
+    assert where.sql() == ""
+    where.add("e.id > ?", 7)
+    where.kind_in(["command"])
+    assert (where.sql(), where.args) == (" WHERE e.id > ? AND e.kind = 'command'", [7])
+    # The literal lets SQLite use the kind's partial index; a bound kind could not.
+    plan = " ".join(
+        str(row[-1])
+        for row in store.conn.execute(f"EXPLAIN QUERY PLAN SELECT id FROM events e{where.sql()}", where.args)
+    )
+    assert "events_commands" in plan
+    other = Where()
+    other.kind_in(["read"])
+    other.kind_in(["read", "edit"])
+    other.kind_in([])
+    other.kind_in(None)
+    assert (other.conditions, other.args) == (
+        ["e.kind IN (?)", "e.kind IN (?,?)"],
+        ["read", "read", "edit"],
+    )

@@ -15,7 +15,8 @@ import apsw
 import orjson
 
 from .batch import event_row_to_json
-from .schema import PARTIAL_INDEXED_KINDS, USAGE_FIELDS, connect
+from .schema import USAGE_FIELDS, connect
+from .where import Where
 
 EVENT_COLUMNS = (
     "e.id, e.session_id, e.kind, e.ts, e.turn_id, e.tool, e.call_id, e.subagent_id,"
@@ -144,24 +145,19 @@ class Reader:
         cwd: str | None = None,
         project: str | None = None,
     ) -> list[dict[str, Any]]:
-        where: list[str] = []
-        args: list[Any] = []
+        where = Where()
         if agent:
-            where.append("agent=?")
-            args.append(agent)
+            where.add("agent=?", agent)
         if cwd:
-            where.append("cwd=?")
-            args.append(cwd)
+            where.add("cwd=?", cwd)
         if project:
-            where.append("(project_root=? OR cwd=?)")
-            args.extend([project, project])
-        sql = f"SELECT {SESSION_COLUMNS} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY COALESCE(last_event_at, started_at, '') DESC, id LIMIT ?"
-        args.append(limit)
+            where.add("(project_root=? OR cwd=?)", project, project)
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions{where.sql()}"
+            " ORDER BY COALESCE(last_event_at, started_at, '') DESC, id LIMIT ?"
+        )
         with self.snapshot():
-            rows = list(self.conn.execute(sql, args))
+            rows = list(self.conn.execute(sql, [*where.args, limit]))
             return [self._session_dict(r) for r in rows]
 
     def resolve_session(self, ident: str) -> str | None:
@@ -238,38 +234,23 @@ class Reader:
         path: str | None = None,
         path_glob: str | None = None,
         call_id: str | None = None,
-        extra_where: Sequence[str] = (),
-        extra_args: Sequence[Any] = (),
     ) -> list[dict[str, Any]]:
-        where = ["e.id > ?"]
-        args: list[Any] = [since_id]
-        if session_id:
-            where.append("e.session_id = ?")
-            args.append(session_id)
-        if kinds and len(kinds) == 1 and kinds[0] in PARTIAL_INDEXED_KINDS:
-            # A literal, so SQLite can use that kind's partial index.
-            where.append(f"e.kind = '{kinds[0]}'")
-        elif kinds:
-            where.append(f"e.kind IN ({','.join('?' * len(kinds))})")
-            args.extend(kinds)
+        where = _event_page(since_id, session_id, kinds)
         if path:
-            where.append("e.path = ?")
-            args.append(path)
+            where.add("e.path = ?", path)
         if path_glob:
-            where.append("e.path GLOB ?")
-            args.append(path_glob)
+            where.add("e.path GLOB ?", path_glob)
         if call_id:
-            where.append("e.call_id = ?")
-            args.append(call_id)
-        where.extend(extra_where)
-        args.extend(extra_args)
+            where.add("e.call_id = ?", call_id)
+        return self._events(where, limit)
+
+    def _events(self, where: Where, limit: int) -> list[dict[str, Any]]:
         sql = (
             f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
-            f" WHERE {' AND '.join(where)} ORDER BY e.id LIMIT ?"
+            f"{where.sql()} ORDER BY e.id LIMIT ?"
         )
-        args.append(limit)
         with self.snapshot():
-            return [event_row_to_json(r) for r in self.conn.execute(sql, args)]
+            return [event_row_to_json(r) for r in self.conn.execute(sql, [*where.args, limit])]
 
     def file_events(
         self,
@@ -283,21 +264,10 @@ class Reader:
         since_id: int = 0,
         limit: int = 100,
     ) -> list[dict[str, Any]]:
-        where, args = _file_event_filters(
-            session_id=None, agent=agent, project=project, since_ts=since_ts
-        )
-        if path:
-            clause, pargs = path_filter(path)
-            where.append(clause)
-            args.extend(pargs)
-        return self.events(
-            session_id=session_id,
-            kinds=[kind],
-            since_id=since_id,
-            limit=limit,
-            extra_where=where,
-            extra_args=args,
-        )
+        where = _event_page(since_id, session_id, [kind])
+        where.scope(agent=agent, project=project, since_ts=since_ts)
+        where.path_matches(path)
+        return self._events(where, limit)
 
     def commands(
         self,
@@ -310,28 +280,19 @@ class Reader:
         since_id: int = 0,
         limit: int = 100,
     ) -> list[dict[str, Any]]:
-        where, args = _file_event_filters(
-            session_id=None, agent=None, project=project, since_ts=since_ts
-        )
+        where = _event_page(since_id, session_id, ["command"])
+        where.scope(project=project, since_ts=since_ts)
         if failed is True:
-            where.append(
+            where.add(
                 "(COALESCE(json_extract(e.data, '$.exit_code'), 0) != 0"
                 " OR json_extract(e.data, '$.interrupted') = 1"
-            " OR json_extract(e.data, '$.is_error') = 1)"
+                " OR json_extract(e.data, '$.is_error') = 1)"
             )
         elif failed is False:
-            where.append("json_extract(e.data, '$.exit_code') = 0")
+            where.add("json_extract(e.data, '$.exit_code') = 0")
         if exit_code is not None:
-            where.append("json_extract(e.data, '$.exit_code') = ?")
-            args.append(exit_code)
-        return self.events(
-            session_id=session_id,
-            kinds=["command"],
-            since_id=since_id,
-            limit=limit,
-            extra_where=where,
-            extra_args=args,
-        )
+            where.add("json_extract(e.data, '$.exit_code') = ?", exit_code)
+        return self._events(where, limit)
 
     def documents(self) -> list[dict[str, Any]]:
         """Memory files (Codex AGENTS.md and memories/, Claude project memory/): what
@@ -358,32 +319,28 @@ class Reader:
         limit: int = 100,
     ) -> list[dict[str, Any]]:
         """Secret findings, newest last: the JSON contract of a finding."""
-        where, args = _file_event_filters(
-            session_id=session_id, agent=None, project=project, since_ts=since_ts
-        )
-        where.insert(0, "e.kind = 'secret' AND e.id > ?")
-        args.insert(0, since_id)
-        if path:
-            clause, pargs = path_filter(path)
-            where.append(clause)
-            args.extend(pargs)
+        where = Where()
+        where.kind_in(["secret"])
+        where.add("e.id > ?", since_id)
+        where.scope(session_id=session_id, project=project, since_ts=since_ts)
+        where.path_matches(path)
         if secret_type:
-            where.append("json_extract(e.data, '$.type') = ?")
-            args.append(secret_type)
+            where.add("json_extract(e.data, '$.type') = ?", secret_type)
         sql = (
             "SELECT e.id, e.session_id, e.ts, e.turn_id, e.call_id, e.tool, e.subagent_id, e.path,"
             " json_extract(e.data, '$.type'), json_extract(e.data, '$.line'),"
             " json_extract(e.data, '$.hash'), json_extract(e.data, '$.label'),"
             " json_extract(e.data, '$.of_kind'),"
             " (SELECT o.id FROM events o WHERE o.key_hash = unhex(json_extract(e.data, '$.of'))),"
-            " e.adapter FROM events e"
-            f" WHERE {' AND '.join(where)} ORDER BY e.id LIMIT ?"
+            f" e.adapter FROM events e{where.sql()} ORDER BY e.id LIMIT ?"
         )
-        args.append(limit)
         names = ("id", "session_id", "ts", "turn_id", "call_id", "tool", "subagent_id", "path",
                  "type", "line", "hash", "label", "of_kind", "event_id", "agent")
         with self.snapshot():
-            return [dict(zip(names, row, strict=True)) for row in self.conn.execute(sql, args)]
+            return [
+                dict(zip(names, row, strict=True))
+                for row in self.conn.execute(sql, [*where.args, limit])
+            ]
 
     def findings_report(self, *, since_ts: str | None = None) -> dict[str, Any]:
         """Counts by type, session and project; sensitive reads; reads outside the
@@ -500,60 +457,12 @@ class Reader:
         }
 
 
-# ---- file, command and finding queries (the read side of derive.py and scan.py) ----------
-
-_GLOB_CHARS = frozenset("*?[")
-
-
-def is_windows_style(path: str) -> bool:
-    return (len(path) > 2 and path[1] == ":" and path[0].isalpha()) or path.lower().startswith(
-        "/mnt/"
-    )
-
-
-def path_filter(path: str) -> tuple[str, list[Any]]:
-    """SQL matching a path given as absolute, project-relative or glob. Windows-style
-    paths (C:\\..., /mnt/c/...) match case-insensitively, as their filesystems do."""
-    if any(c in _GLOB_CHARS for c in path):
-        if path.startswith("/") or is_windows_style(path):
-            return "(e.path GLOB ? OR lower(e.path) GLOB lower(?))", [path, path]
-        return (
-            "(json_extract(e.data, '$.rel_path') GLOB ? OR e.path GLOB ?)",
-            [path, "*/" + path],
-        )
-    if path.startswith("/") or is_windows_style(path):
-        if is_windows_style(path):
-            return "lower(e.path) = lower(?)", [path]
-        return "e.path = ?", [path]
-    rel = path[2:] if path.startswith("./") else path
-    return "(json_extract(e.data, '$.rel_path') = ? OR e.path LIKE ? ESCAPE '\\')", [
-        rel,
-        "%/" + rel.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),
-    ]
-
-
-def _file_event_filters(
-    *,
-    session_id: str | None,
-    agent: str | None,
-    project: str | None,
-    since_ts: str | None,
-) -> tuple[list[str], list[Any]]:
-    where: list[str] = []
-    args: list[Any] = []
+def _event_page(since_id: int, session_id: str | None, kinds: Sequence[str] | None) -> Where:
+    """The conditions every event listing starts with: after an id (paging), of a
+    session, of some kinds."""
+    where = Where()
+    where.add("e.id > ?", since_id)
     if session_id:
-        where.append("e.session_id = ?")
-        args.append(session_id)
-    if agent:
-        where.append("e.adapter = ?")
-        args.append(agent)
-    if project:
-        where.append(
-            "(json_extract(e.data, '$.project_root') = ? OR e.session_id IN"
-            " (SELECT id FROM sessions WHERE project_root = ? OR cwd = ?))"
-        )
-        args.extend([project, project, project])
-    if since_ts:
-        where.append("e.ts >= ?")
-        args.append(since_ts)
-    return where, args
+        where.add("e.session_id = ?", session_id)
+    where.kind_in(kinds)
+    return where
