@@ -90,6 +90,13 @@ class Event:
     call_id: str | None = None
     subagent_id: str | None = None
     data: dict[str, Any] = field(default_factory=dict)  # stored as JSON; kind-specific
+    # 0 for an event emitted once. An adapter that learns more about an event it already
+    # emitted (a Claude message is written one content block per line) emits it again,
+    # whole, under the same key with a higher revision: the store replaces the stored
+    # data with a higher revision's, never with an equal or lower one (a re-read, or a
+    # copy of the conversation in another file), and counts the event once, when it is
+    # first inserted.
+    revision: int = 0
     # Transient fields: used by derivation and secret scanning, NEVER stored.
     input: dict[str, Any] | None = None  # full tool input (tool_call; call input on tool_result)
     # What the model saw or wrote, as (label, text) pairs: tool output ("output", "stdout",

@@ -92,6 +92,45 @@ def test_message_parts_merge_once(store: Store, tmp_path: Path) -> None:
     assert r.session("codex:s1")["messages"] == 1  # type: ignore[index]
 
 
+def test_a_higher_revision_supersedes_the_stored_data_once(store: Store, tmp_path: Path) -> None:
+    # The rule knows no format: any kind, any data. Here, a message emitted again as it grows.
+    def version(revision: int, text: str, offset: int = 0) -> E.Event:
+        return ev("m1", E.MESSAGE, data={"text": text}, revision=revision, offset=offset)
+
+    r = Reader(tmp_path / "db.sqlite")
+
+    def stored() -> list[tuple[str, int]]:
+        return [(e["text"], e["offset"]) for e in r.events(kinds=["message"])]
+
+    first = store.commit(batch(version(0, "a"))).rows()
+    assert [(e["text"], e["offset"]) for e in first] == [("a", 0)]
+    # A new version: the data is replaced; not an insert, so subscribers get nothing new.
+    assert len(store.commit(batch(version(1, "a b", offset=10)))) == 0
+    assert stored() == [("a b", 0)]  # the event keeps the place it was first seen at
+    # A re-read (the same revisions again) and a copy elsewhere (a lower one) change nothing.
+    store.commit(batch(version(0, "a", offset=10), version(1, "a b", offset=20)))
+    store.commit(batch(version(0, "copy", offset=30)))
+    assert stored() == [("a b", 0)]
+    # Several versions in one batch, in any order: the highest revision wins.
+    store.commit(batch(version(3, "a b c d"), version(2, "a b c")))
+    assert stored() == [("a b c d", 0)]
+    # A key first seen in a batch with its later versions: inserted once, as first emitted
+    # (that is what subscribers receive), stored as the latest.
+    b = batch(
+        ev("m2", E.MESSAGE, data={"text": "x"}),
+        ev("m2", E.MESSAGE, data={"text": "x y"}, revision=1),
+        ev("p1", E.PROMPT, data={"text": "q"}),
+    )
+    assert [(e["kind"], e["text"]) for e in store.commit(b).rows()] == [
+        ("message", "x"),
+        ("prompt", "q"),
+    ]
+    assert [e["text"] for e in r.events(kinds=["message"])] == ["a b c d", "x y"]
+    s = r.session("codex:s1")
+    assert s is not None and (s["messages"], s["prompts"]) == (2, 1)
+    assert r.event_count() == 3 == r.counts()["events"]
+
+
 def test_usage_adds_once_per_key(store: Store, tmp_path: Path) -> None:
     u = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
     store.commit(batch(ev("claude-code:usage:m1", E.USAGE, data=u)))

@@ -57,6 +57,7 @@ class Row(NamedTuple):
     offset: int
     path: str | None  # read/edit/secret events: the file path the event is about
     data: bytes  # JSON
+    revision: int  # see Event.revision
     source_path: str  # the transcript the event came from
 
     def bind(self, source_id: int) -> tuple[Any, ...]:
@@ -122,7 +123,7 @@ def prepare(batch: Batch) -> None:
         rows.append(
             Row(key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
                 ev.subagent_id, ev.adapter, ev.offset, path if isinstance(path, str) else None,
-                orjson.dumps(data), ev.source_path)
+                orjson.dumps(data), ev.revision, ev.source_path)
         )
     batch.events = []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import apsw
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 5000
 WRITER_CACHE_KIB = 8 * 1024
 
@@ -122,6 +122,11 @@ MIGRATIONS: list[str] = [
     """
     CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
     INSERT INTO counters(name, value) SELECT 'events', COUNT(*) FROM events;
+    """,
+    # 3 -> 4: the revision of the event a row holds (see Event.revision), so that only a
+    # later version replaces it. Rows from before hold revision 0.
+    """
+    ALTER TABLE events ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
     """,
 ]
 

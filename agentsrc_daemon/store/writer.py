@@ -259,8 +259,8 @@ class Store:
         changes_before = self.conn.total_changes()
         self.conn.executemany(
             "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
-            " subagent_id, adapter, offset, path, data, source_id)"
-            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " subagent_id, adapter, offset, path, data, revision, source_id)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [r.bind(source_ids[r.source_path]) for r in prepared],
         )
         if self.conn.total_changes() - changes_before == len(prepared):
@@ -274,15 +274,31 @@ class Store:
             )
         }
         inserted: list[tuple[int, Row]] = []
+        superseding: list[Row] = []
         for r in prepared:
             eid = new_ids.pop(r.key_hash, None)  # pop: a key twice in one batch is new once
             if eid is None:
-                if r.kind == MESSAGE:
+                if r.revision:
+                    superseding.append(r)
+                elif r.kind == MESSAGE:
                     self._merge_message_part(r)
                 continue
             self._count(r, tally)
             inserted.append((eid, r))
+        self._supersede(superseding)
         return Inserted(inserted)
+
+    def _supersede(self, rows: list[Row]) -> None:
+        """Rows of events already stored, re-emitted with more data: each replaces the
+        stored data when its revision is higher than the stored one's, so the highest
+        revision wins whatever the order the versions arrive in. Nothing is counted
+        again, and subscribers are not told: they were given the event when it was
+        inserted, and queries return its latest version."""
+        if rows:
+            self.conn.executemany(
+                "UPDATE events SET data=?, revision=? WHERE key_hash=? AND revision<?",
+                [(r.data, r.revision, r.key_hash, r.revision) for r in rows],
+            )
 
     def _all_new(
         self, prepared: list[Row], before: int, tally: dict[str, _SessionTally]
