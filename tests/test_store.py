@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import apsw
+import orjson
 import pytest
 
 from agentsrc_daemon import events as E
@@ -82,14 +83,41 @@ def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
 
 
 def test_message_parts_merge_once(store: Store, tmp_path: Path) -> None:
-    k = "claude-code:message:msg_1"
-    store.commit(batch(ev(k, E.MESSAGE, data={"text": "one", "part": "u1"})))
-    store.commit(batch(ev(k, E.MESSAGE, data={"text": "two", "part": "u2"})))
-    store.commit(batch(ev(k, E.MESSAGE, data={"text": "two", "part": "u2"})))  # re-read
+    # A Claude message is written one content block per line. Through the adapter and the
+    # store it is one message, counted once, however its lines arrive.
+    from agentsrc_daemon.adapters.claude import ADAPTER
+
+    def line(uuid: str, block: dict[str, object]) -> dict[str, object]:
+        return {"type": "assistant", "uuid": uuid, "sessionId": "s1",
+                "timestamp": "2025-01-01T00:00:00.000Z",
+                "message": {"id": "msg_1", "role": "assistant", "content": [block]}}
+
+    lines = [
+        line("u1", {"type": "text", "text": "one"}),
+        line("u2", {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}),
+        line("u3", {"type": "text", "text": "two"}),
+    ]
+
+    def read(path: str, objs: list[dict[str, object]], *, batches: int) -> None:
+        state = ADAPTER.initial_state(path)
+        evs = [
+            [r for r in ADAPTER.parse(obj, 100 * i, path, state) if isinstance(r, E.Event)]
+            for i, obj in enumerate(objs)
+        ]
+        if batches == 1:
+            evs = [[e for line_events in evs for e in line_events]]
+        for line_events in evs:
+            store.commit(Batch(events=line_events))
+
+    read("/x/a.jsonl", lines, batches=len(lines))  # live: a line per commit
+    read("/x/a.jsonl", lines, batches=1)  # re-read from offset 0 (truncation, restart)
+    read("/x/b.jsonl", lines[:1], batches=1)  # a copy of the start in another file
+    read("/x/c.jsonl", lines, batches=1)  # a whole copy
     r = Reader(tmp_path / "db.sqlite")
     msgs = r.events(kinds=["message"])
     assert len(msgs) == 1 and msgs[0]["text"] == "one\n\ntwo"
-    assert r.session("codex:s1")["messages"] == 1  # type: ignore[index]
+    assert (msgs[0]["source_path"], msgs[0]["offset"]) == ("/x/a.jsonl", 0)
+    assert r.session("claude-code:s1")["messages"] == 1  # type: ignore[index]
 
 
 def test_a_higher_revision_supersedes_the_stored_data_once(store: Store, tmp_path: Path) -> None:
@@ -178,6 +206,27 @@ def test_migrations_from_every_version(tmp_path: Path) -> None:
         assert migrate(conn) == start
         assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         conn.close()
+
+
+def test_schema_4_drops_the_part_digests_of_merged_messages(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "v3.db")
+    for v in range(3):
+        conn.execute(MIGRATIONS[v])
+        conn.execute(f"PRAGMA user_version={v + 1}")
+    old = {"text": "one\n\ntwo \u00e9", "parts": ["a1b2", "c3d4"]}
+    for kind, data in (("message", old), ("prompt", {"text": "hi", "parts": 1})):
+        conn.execute(
+            "INSERT INTO events(key_hash, session_id, kind, adapter, source_id, offset, data)"
+            " VALUES(?, 's', ?, 'claude-code', 1, 0, ?)",
+            (kind.encode(), kind, orjson.dumps(data)),
+        )
+    assert migrate(conn) == 3
+    rows = list(conn.execute("SELECT kind, data, revision FROM events ORDER BY id"))
+    assert [(k, orjson.loads(d), type(d), rev) for k, d, rev in rows] == [
+        ("message", {"text": "one\n\ntwo \u00e9"}, bytes, 0),
+        ("prompt", {"text": "hi", "parts": 1}, bytes, 0),  # only messages had them
+    ]
+    conn.close()
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:

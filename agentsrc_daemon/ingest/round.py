@@ -17,7 +17,7 @@ import orjson
 import structlog
 
 from ..adapters import Adapter
-from ..events import Drift, Event, SessionFacts, TurnFacts
+from ..events import MAX_STORED_TEXT_CHARS, Drift, Event, SessionFacts, TurnFacts
 from ..store import Batch, DocumentFacts, utc_now
 from . import sources, tail
 from .cursor import Cursor
@@ -31,10 +31,6 @@ ADAPTER_MODULES = {
 }
 
 ADAPTER_ERROR = "adapter_error"
-# Stored prompt/assistant text is cut here (the full length is recorded): a pasted
-# 50 MB log is not worth keeping whole, and holding it twice more for the insert would
-# break the memory bound.
-MAX_STORED_TEXT_CHARS = 256 * 1024
 
 
 def load_adapter(name: str) -> Adapter:

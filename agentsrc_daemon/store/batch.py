@@ -3,7 +3,6 @@ files they came from, and the plain rows ``prepare`` turns its events into."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -11,14 +10,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..events import MESSAGE, Drift, Event, SessionFacts, TurnFacts, key_digest
+from ..events import Drift, Event, SessionFacts, TurnFacts, key_digest
 from ..ingest.cursor import Cursor
 from .schema import SESSION_FACT_FIELDS
-
-
-def _part_id(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
 
 key_hash = key_digest
 
@@ -116,9 +110,6 @@ def prepare(batch: Batch) -> None:
     rows = batch.rows
     for ev in batch.events:
         data = ev.data
-        if ev.kind == MESSAGE and "part" in data:
-            data = {k: v for k, v in data.items() if k != "part"}
-            data["parts"] = [_part_id(data.get("text") or "")]
         path = data.get("path")
         rows.append(
             Row(key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
@@ -193,6 +184,6 @@ def event_row_to_json(row: Sequence[Any]) -> dict[str, Any]:
     payload = orjson.loads(data) if isinstance(data, bytes | str) else data
     if isinstance(payload, dict):
         for k, v in payload.items():
-            if k not in out and k != "parts":
+            if k not in out:
                 out[k] = v
     return out

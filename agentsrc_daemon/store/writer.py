@@ -22,7 +22,6 @@ from .batch import (
     Batch,
     Inserted,
     Row,
-    _part_id,
     coalesce_facts,
     prepare,
     utc_now,
@@ -280,8 +279,6 @@ class Store:
             if eid is None:
                 if r.revision:
                     superseding.append(r)
-                elif r.kind == MESSAGE:
-                    self._merge_message_part(r)
                 continue
             self._count(r, tally)
             inserted.append((eid, r))
@@ -307,31 +304,6 @@ class Store:
         for r in prepared:
             self._count(r, tally)
         return Inserted(inserted)
-
-    def _merge_message_part(self, r: Row) -> None:
-        """One assistant message written as several lines (one per block): append each
-        block's text once. Idempotent: a part already merged is not appended again.
-        Parts are identified by their text, so the same conversation replayed into
-        another file under new record ids is not appended twice."""
-        incoming = orjson.loads(r.data)
-        if "parts" not in incoming:
-            return
-        row = self.conn.execute(
-            "SELECT id, data FROM events WHERE key_hash=?", (r.key_hash,)
-        ).fetchone()
-        if row is None:
-            return
-        data = orjson.loads(row[1])
-        parts = data.get("parts") or []
-        text = incoming.get("text") or ""
-        part = _part_id(text)
-        if part in parts:
-            return
-        parts.append(part)
-        if text:
-            data["text"] = (data.get("text") + "\n\n" + text) if data.get("text") else text
-        data["parts"] = parts
-        self.conn.execute("UPDATE events SET data=? WHERE id=?", (orjson.dumps(data), row[0]))
 
     def _count(self, r: Row, tally: dict[str, _SessionTally]) -> None:
         """Add an inserted event to its session's tally; applied once per batch."""
