@@ -92,6 +92,7 @@ class Batch:
         )
 
     def __getstate__(self) -> dict[str, Any]:
+        """A backfill worker returns its batch pickled: the rows go as plain tuples."""
         state = {f.name: getattr(self, f.name) for f in fields(self)}
         state["rows"] = list(map(tuple, self.rows))
         return state

@@ -135,8 +135,10 @@ MIGRATIONS: list[str] = [
     """,
 ]
 
+# The kinds with a partial index of their own (schema 2): queried across all sessions.
 PARTIAL_INDEXED_KINDS = frozenset({"command", "secret", "sensitive_read"})
 
+# The sessions columns that SessionFacts fill (same names).
 SESSION_FACT_FIELDS = (
     "cwd",
     "model",
@@ -151,6 +153,7 @@ SESSION_FACT_FIELDS = (
     "home",
 )
 
+# The sessions columns that sum the usage events' counts (same names in their data).
 USAGE_FIELDS = (
     "input_tokens",
     "output_tokens",
@@ -162,6 +165,7 @@ USAGE_FIELDS = (
 
 
 def secure_file(path: Path) -> None:
+    """Owner-only: the database holds what agents read and wrote."""
     with suppress(FileNotFoundError):
         os.chmod(path, 0o600)
 

@@ -4,7 +4,8 @@ The store knows nothing of agent formats. It is given ``Batch`` objects (normali
 records plus the cursors of the files they came from) and commits each in ONE
 transaction, so a file's offset never runs ahead of, or behind, its events: a crash at
 any instant loses nothing and duplicates nothing. Event keys are hashed into a UNIQUE
-column and inserted with ``INSERT OR IGNORE``, so re-reading a file is idempotent.
+column and inserted with ``INSERT OR IGNORE``, so re-reading a file is idempotent. An
+event emitted again with a higher ``Event.revision`` replaces the data stored for it.
 """
 
 from __future__ import annotations
@@ -18,14 +19,7 @@ import orjson
 
 from ..events import COMPACTION, ERROR, MESSAGE, PROMPT, TOOL_CALL, USAGE, SessionFacts, TurnFacts
 from ..ingest.cursor import Cursor
-from .batch import (
-    Batch,
-    Inserted,
-    Row,
-    coalesce_facts,
-    prepare,
-    utc_now,
-)
+from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .schema import SESSION_FACT_FIELDS, USAGE_FIELDS, connect, migrate, secure_file
 
 _COUNTED_KINDS = {
@@ -43,7 +37,6 @@ class _SessionTally:
     subagents: set[str] = field(default_factory=set)
     first_ts: str | None = None
     last_ts: str | None = None
-
 
 
 class Store:
