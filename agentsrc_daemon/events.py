@@ -41,6 +41,11 @@ COMMAND = "command"
 SECRET = "secret"
 SENSITIVE_READ = "sensitive_read"
 
+# Stored prompt and assistant text is cut here (ingest records the full length in
+# ``text_chars``): a pasted 50 MB log is not worth keeping whole, and holding it twice
+# more for the insert would break the memory bound.
+MAX_STORED_TEXT_CHARS = 256 * 1024
+
 EVENT_KINDS = (
     PROMPT,
     DIRECTIVE,
@@ -89,7 +94,16 @@ class Event:
     tool: str | None = None
     call_id: str | None = None
     subagent_id: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)  # stored as JSON; kind-specific
+    # Stored as JSON; kind-specific. Ingest edits it in place before it is stored: cuts
+    # long text, redacts secrets, drops prompt and assistant text when none is stored.
+    data: dict[str, Any] = field(default_factory=dict)
+    # 0 for an event emitted once. An adapter that learns more about an event it already
+    # emitted (a Claude message is written one content block per line) emits it again,
+    # whole, under the same key with a higher revision: the store replaces the stored
+    # data with a higher revision's, never with an equal or lower one (a re-read, or a
+    # copy of the conversation in another file), and counts the event once, when it is
+    # first inserted.
+    revision: int = 0
     # Transient fields: used by derivation and secret scanning, NEVER stored.
     input: dict[str, Any] | None = None  # full tool input (tool_call; call input on tool_result)
     # What the model saw or wrote, as (label, text) pairs: tool output ("output", "stdout",

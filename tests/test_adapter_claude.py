@@ -524,6 +524,82 @@ def test_fixture_event_sequence(fixture_records: list[Record]) -> None:
     assert got[2][1].startswith("claude-code:reasoning:msg_A1:")
 
 
+def _assistant_line(uuid: str, message_id: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "assistant", "uuid": uuid, "sessionId": "s1",
+            "timestamp": "2026-05-01T10:00:00.000Z",
+            "message": {"id": message_id, "role": "assistant", "content": list(blocks)}}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+MULTI_LINE_MESSAGE = [
+    (0, _assistant_line("a1", "msg_M", {"type": "thinking", "thinking": "hmm"})),
+    (100, _assistant_line("a2", "msg_M", _text("one"))),
+    (200, _assistant_line("a3", "msg_M", {"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                                          "input": {"command": "ls"}})),
+    (300, _assistant_line("a4", "msg_M", _text("two"))),
+    (400, _assistant_line("a4-copy", "msg_M", _text("two"))),  # a block given again: nothing
+    (500, _assistant_line("a5", "msg_M", _text("three"), _text("four"))),  # two on one line
+    (600, _assistant_line("b1", "msg_N", _text("next"))),
+]
+
+
+def test_a_message_written_as_several_lines_is_emitted_whole_as_it_grows(tmp_path: Path) -> None:
+    path = tmp_path / "s1.jsonl"
+    records, state = parse_lines(path, MULTI_LINE_MESSAGE)
+    messages = [(e.key, e.revision, e.data, e.offset, e.contents) for e in events(records, MESSAGE)]
+    assert messages == [
+        ("claude-code:message:msg_M", 0, {"text": "one"}, 100, []),
+        ("claude-code:message:msg_M", 1, {"text": "one\n\ntwo"}, 300, []),
+        ("claude-code:message:msg_M", 2, {"text": "one\n\ntwo\n\nthree\nfour"}, 500, []),
+        ("claude-code:message:msg_N", 0, {"text": "next"}, 600, []),
+    ]
+    assert state["message"] == {"id": "msg_N", "revision": 0, "chars": 4, "data": {"text": "next"}}
+    # The open message is in the state: a restart at any line gives the same events.
+    for k in range(1, len(MULTI_LINE_MESSAGE)):
+        first, mid = parse_lines(path, MULTI_LINE_MESSAGE[:k])
+        rest, _ = parse_lines(path, MULTI_LINE_MESSAGE[k:], orjson.loads(orjson.dumps(mid)))
+        same = first + rest == records
+        assert same, f"split at line {k}"
+
+
+def test_a_growing_message_keeps_only_what_is_stored(tmp_path: Path) -> None:
+    """The open message holds the event's own data, which ingest edits in place before it
+    is stored (redacts, cuts, drops text): what the state keeps is what the store has. A
+    part after a cut or omitted text is scanned as content; the stored text stays."""
+    path = tmp_path / "s1.jsonl"
+    one, two, three_four = (MULTI_LINE_MESSAGE[i] for i in (1, 3, 5))
+    state = ADAPTER.initial_state(str(path))
+
+    def message(line: tuple[int, dict[str, Any]]) -> Event:
+        (event,) = events(ADAPTER.parse(line[1], line[0], str(path), state), MESSAGE)
+        return event
+
+    message(one).data["text"] = "[REDACTED:Secret Keyword]"  # as the scanner redacts
+    redacted = message(two)
+    assert (redacted.data, redacted.contents) == ({"text": "[REDACTED:Secret Keyword]\n\ntwo"}, [])
+
+    state = ADAPTER.initial_state(str(path))
+    message(one)
+    message(two).data.update(text="one\n", text_chars=8, text_truncated=True)  # as if cut at 4
+    after_cut = message(three_four)
+    assert (after_cut.revision, after_cut.data, after_cut.contents) == (
+        2,
+        {"text_chars": 8 + 2 + len("three\nfour"), "text": "one\n", "text_truncated": True},
+        [("text", "three\nfour")],
+    )
+    assert state["message"]["data"] is after_cut.data
+
+    state = ADAPTER.initial_state(str(path))
+    omitted = message(one).data  # scan.store_text = false: no text stored, none kept
+    omitted.pop("text")
+    omitted.update(text_omitted=True, text_chars=3)
+    after_omitted = message(two)
+    assert (after_omitted.data, after_omitted.contents) == ({"text_chars": 8}, [("text", "two")])
+
+
 def test_fixture_prompt_drops_ide_context(fixture_records: list[Record]) -> None:
     prompts = events(fixture_records, PROMPT)
     assert [p.data for p in prompts] == [

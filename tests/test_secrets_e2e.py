@@ -125,8 +125,11 @@ def claude_records() -> list[dict[str, Any]]:
         result(11, "toolu_spill",
                "<persisted-output>\nOutput too large. Full output saved to: somewhere\n"
                "Preview (first 2KB): nothing secret here\n</persisted-output>"),
+        # One message written as two lines (one per block): the secret is in the first.
         rec(12, "assistant", {"id": "msg_12", "role": "assistant", "model": "m", "content": [
             {"type": "text", "text": f"Your bot token looks like {V['discord']}; rotate it."}]}),
+        rec(13, "assistant", {"id": "msg_12", "role": "assistant", "model": "m", "content": [
+            {"type": "text", "text": "Then restart the bot."}]}),
     ]
 
 
@@ -323,6 +326,14 @@ def test_every_planted_secret_is_reported_and_none_is_stored(tmp_path: Path) -> 
         responses.append(prompts_raw)
         texts = [e["text"] for e in orjson.loads(prompts_raw)["result"]["events"]]
         assert "deploy with key [REDACTED:AWS Access Key] please" in texts
+        messages_raw = raw_call(d.socket_path, "events.list", {"kinds": ["message"], "limit": 100})
+        responses.append(messages_raw)
+        claude_messages = [e["text"] for e in orjson.loads(messages_raw)["result"]["events"]
+                           if e["adapter"] == "claude-code"]
+        assert claude_messages == [
+            "Your bot token looks like [REDACTED:Discord Bot Token]; rotate it.\n\n"
+            "Then restart the bot."
+        ]
 
         # A live alert: a subscriber to secret events sees a new finding as it lands.
         alerts: list[bytes] = []
@@ -379,3 +390,53 @@ def test_every_planted_secret_is_reported_and_none_is_stored(tmp_path: Path) -> 
         for needle in needles():
             assert needle not in blob, f"a planted value (or its encoding) is in {where}"
     d.cleanup()
+
+
+@pytest.mark.parametrize("store_text", [True, False])
+def test_a_message_being_written_keeps_nothing_the_store_does_not(
+    tmp_path: Path, store_text: bool
+) -> None:
+    """The adapter keeps the message it is assembling in the file's state, which is
+    committed with the events: it holds the message as stored (redacted; no text when
+    none is stored), never the secret or the text itself."""
+    from agentsrc_daemon.config import ScanConfig
+    from agentsrc_daemon.ingest.round import Ingestor
+    from agentsrc_daemon.ingest.sources import SourceSpec
+    from agentsrc_daemon.secrets.stage import SecretStage
+    from agentsrc_daemon.store import Batch, Reader, Store
+
+    home = tmp_path / "home"
+    write_home(home)
+    path = home / ".claude" / "projects" / "-work-proj" / f"{SID}.jsonl"
+    whole = path.read_bytes()
+    cut = whole.rindex(b"\n", 0, len(whole) - 1) + 1  # before the message's second line
+    path.write_bytes(whole[:cut])
+    stage = SecretStage(SecretScanner(None, {}, b"k" * 32), ScanConfig(store_text=store_text))
+    ingestor = Ingestor(max_line_bytes=1 << 20, scan=stage)
+    spec = SourceSpec(str(path), "claude-code", "jsonl", str(home / ".claude" / "projects"))
+    store = Store(tmp_path / "db.sqlite")
+    for content in (whole[:cut], whole):  # the first line, then the second appended
+        path.write_bytes(content)
+        batch = Batch()
+        ingestor.ingest(spec, batch, 1 << 20)
+        store.commit(batch)
+        (state,) = store.conn.execute("SELECT state FROM sources").fetchone()
+        assert V["discord"].encode() not in state
+        assert (b"rotate it" in state) == store_text
+    store.close()
+    reader = Reader(tmp_path / "db.sqlite")
+    (message,) = reader.events(kinds=["message"])
+    expected = (
+        {"text": "Your bot token looks like [REDACTED:Discord Bot Token]; rotate it.\n\n"
+                 "Then restart the bot."}
+        if store_text
+        else {"text_omitted": True,
+              "text_chars": len(f"Your bot token looks like {V['discord']}; rotate it.\n\n"
+                                "Then restart the bot.")}
+    )
+    assert {k: message.get(k) for k in expected} == expected
+    assert ("text" in message) == store_text
+    assert reader.session(f"claude-code:{SID}")["messages"] == 1  # type: ignore[index]
+    findings = reader.findings()
+    assert [f["type"] for f in findings if f["of_kind"] == "message"] == ["Discord Bot Token"]
+    reader.close()

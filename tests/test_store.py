@@ -3,16 +3,19 @@ turn merging, token accounting, migrations, permissions."""
 
 from __future__ import annotations
 
+import pickle
 import stat
 from pathlib import Path
 
 import apsw
+import orjson
 import pytest
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.errors import SchemaTooNew
 from agentsrc_daemon.ingest.cursor import Cursor
-from agentsrc_daemon.store.reader import SCHEMA_VERSION, Batch, Reader, Store, connect, migrate
+from agentsrc_daemon.store import Batch, Reader, Row, Store, connect, migrate, prepare
+from agentsrc_daemon.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 def ev(key: str, kind: str, **kw) -> E.Event:  # type: ignore[no-untyped-def]
@@ -81,14 +84,80 @@ def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
 
 
 def test_message_parts_merge_once(store: Store, tmp_path: Path) -> None:
-    k = "claude-code:message:msg_1"
-    store.commit(batch(ev(k, E.MESSAGE, data={"text": "one", "part": "u1"})))
-    store.commit(batch(ev(k, E.MESSAGE, data={"text": "two", "part": "u2"})))
-    store.commit(batch(ev(k, E.MESSAGE, data={"text": "two", "part": "u2"})))  # re-read
+    # A Claude message is written one content block per line. Through the adapter and the
+    # store it is one message, counted once, however its lines arrive.
+    from agentsrc_daemon.adapters.claude import ADAPTER
+
+    def line(uuid: str, block: dict[str, object]) -> dict[str, object]:
+        return {"type": "assistant", "uuid": uuid, "sessionId": "s1",
+                "timestamp": "2025-01-01T00:00:00.000Z",
+                "message": {"id": "msg_1", "role": "assistant", "content": [block]}}
+
+    lines = [
+        line("u1", {"type": "text", "text": "one"}),
+        line("u2", {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}),
+        line("u3", {"type": "text", "text": "two"}),
+    ]
+
+    def read(path: str, objs: list[dict[str, object]], *, batches: int) -> None:
+        state = ADAPTER.initial_state(path)
+        evs = [
+            [r for r in ADAPTER.parse(obj, 100 * i, path, state) if isinstance(r, E.Event)]
+            for i, obj in enumerate(objs)
+        ]
+        if batches == 1:
+            evs = [[e for line_events in evs for e in line_events]]
+        for line_events in evs:
+            store.commit(Batch(events=line_events))
+
+    read("/x/a.jsonl", lines, batches=len(lines))  # live: a line per commit
+    read("/x/a.jsonl", lines, batches=1)  # re-read from offset 0 (truncation, restart)
+    read("/x/b.jsonl", lines[:1], batches=1)  # a copy of the start in another file
+    read("/x/c.jsonl", lines, batches=1)  # a whole copy
     r = Reader(tmp_path / "db.sqlite")
     msgs = r.events(kinds=["message"])
     assert len(msgs) == 1 and msgs[0]["text"] == "one\n\ntwo"
-    assert r.session("codex:s1")["messages"] == 1  # type: ignore[index]
+    assert (msgs[0]["source_path"], msgs[0]["offset"]) == ("/x/a.jsonl", 0)
+    assert r.session("claude-code:s1")["messages"] == 1  # type: ignore[index]
+
+
+def test_a_higher_revision_supersedes_the_stored_data_once(store: Store, tmp_path: Path) -> None:
+    # The rule knows no format: any kind, any data. Here, a message emitted again as it grows.
+    def version(revision: int, text: str, offset: int = 0) -> E.Event:
+        return ev("m1", E.MESSAGE, data={"text": text}, revision=revision, offset=offset)
+
+    r = Reader(tmp_path / "db.sqlite")
+
+    def stored() -> list[tuple[str, int]]:
+        return [(e["text"], e["offset"]) for e in r.events(kinds=["message"])]
+
+    first = store.commit(batch(version(0, "a"))).rows()
+    assert [(e["text"], e["offset"]) for e in first] == [("a", 0)]
+    # A new version: the data is replaced; not an insert, so subscribers get nothing new.
+    assert len(store.commit(batch(version(1, "a b", offset=10)))) == 0
+    assert stored() == [("a b", 0)]  # the event keeps the place it was first seen at
+    # A re-read (the same revisions again) and a copy elsewhere (a lower one) change nothing.
+    store.commit(batch(version(0, "a", offset=10), version(1, "a b", offset=20)))
+    store.commit(batch(version(0, "copy", offset=30)))
+    assert stored() == [("a b", 0)]
+    # Several versions in one batch, in any order: the highest revision wins.
+    store.commit(batch(version(3, "a b c d"), version(2, "a b c")))
+    assert stored() == [("a b c d", 0)]
+    # A key first seen in a batch with its later versions: inserted once, as first emitted
+    # (that is what subscribers receive), stored as the latest.
+    b = batch(
+        ev("m2", E.MESSAGE, data={"text": "x"}),
+        ev("m2", E.MESSAGE, data={"text": "x y"}, revision=1),
+        ev("p1", E.PROMPT, data={"text": "q"}),
+    )
+    assert [(e["kind"], e["text"]) for e in store.commit(b).rows()] == [
+        ("message", "x"),
+        ("prompt", "q"),
+    ]
+    assert [e["text"] for e in r.events(kinds=["message"])] == ["a b c d", "x y"]
+    s = r.session("codex:s1")
+    assert s is not None and (s["messages"], s["prompts"]) == (2, 1)
+    assert r.event_count() == 3 == r.counts()["events"]
 
 
 def test_usage_adds_once_per_key(store: Store, tmp_path: Path) -> None:
@@ -133,13 +202,32 @@ def test_migrations_from_every_version(tmp_path: Path) -> None:
     for start in range(SCHEMA_VERSION):
         conn = connect(tmp_path / f"m{start}.db")
         for v in range(start):
-            from agentsrc_daemon.store.reader import MIGRATIONS
-
             conn.execute(MIGRATIONS[v])
             conn.execute(f"PRAGMA user_version={v + 1}")
         assert migrate(conn) == start
         assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         conn.close()
+
+
+def test_schema_4_drops_the_part_digests_of_merged_messages(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "v3.db")
+    for v in range(3):
+        conn.execute(MIGRATIONS[v])
+        conn.execute(f"PRAGMA user_version={v + 1}")
+    old = {"text": "one\n\ntwo \u00e9", "parts": ["a1b2", "c3d4"]}
+    for kind, data in (("message", old), ("prompt", {"text": "hi", "parts": 1})):
+        conn.execute(
+            "INSERT INTO events(key_hash, session_id, kind, adapter, source_id, offset, data)"
+            " VALUES(?, 's', ?, 'claude-code', 1, 0, ?)",
+            (kind.encode(), kind, orjson.dumps(data)),
+        )
+    assert migrate(conn) == 3
+    rows = list(conn.execute("SELECT kind, data, revision FROM events ORDER BY id"))
+    assert [(k, orjson.loads(d), type(d), rev) for k, d, rev in rows] == [
+        ("message", {"text": "one\n\ntwo \u00e9"}, bytes, 0),
+        ("prompt", {"text": "hi", "parts": 1}, bytes, 0),  # only messages had them
+    ]
+    conn.close()
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -159,7 +247,7 @@ def test_wal_mode(store: Store) -> None:
 
 
 def test_facts_of_a_batch_coalesce_with_the_database_rules() -> None:
-    from agentsrc_daemon.store.reader import coalesce_facts
+    from agentsrc_daemon.store.batch import coalesce_facts
 
     facts = [
         E.SessionFacts("s", "codex", "s", cwd="/a", model="m1", started_at="2025-01-02"),
@@ -174,3 +262,47 @@ def test_facts_of_a_batch_coalesce_with_the_database_rules() -> None:
         "/a", "m2", "2025-01-01", "2025-01-03", "t2"
     )
     assert merged["o"].model == "x" and len(merged) == 2
+
+
+def test_prepared_rows_cross_processes_as_rows(store: Store, tmp_path: Path) -> None:
+    # A backfill worker pickles its prepared batch; the daemon commits what it unpickles.
+    b = batch(ev("p1", E.PROMPT, data={"text": "a"}), ev("r1", E.READ, data={"path": "/w/f"}))
+    prepare(b)
+    sent = pickle.loads(pickle.dumps(b))
+    assert sent.events == [] and sent.cursors.keys() == b.cursors.keys()
+    assert sent.rows == b.rows and all(type(r) is Row for r in sent.rows)
+    assert [(r.kind, r.path, r.source_path) for r in sent.rows] == [
+        ("prompt", None, "/x/a.jsonl"),
+        ("read", "/w/f", "/x/a.jsonl"),
+    ]
+    assert [e["kind"] for e in store.commit(sent).rows()] == ["prompt", "read"]
+    stored = Reader(tmp_path / "db.sqlite").events()
+    assert [(e["kind"], e["source_path"], e.get("path")) for e in stored] == [
+        ("prompt", "/x/a.jsonl", None),
+        ("read", "/x/a.jsonl", "/w/f"),
+    ]
+
+
+def test_where_writes_a_single_indexed_kind_as_a_literal(store: Store) -> None:
+    from agentsrc_daemon.store.where import Where
+
+    where = Where()
+    assert where.sql() == ""
+    where.add("e.id > ?", 7)
+    where.kind_in(["command"])
+    assert (where.sql(), where.args) == (" WHERE e.id > ? AND e.kind = 'command'", [7])
+    # The literal lets SQLite use the kind's partial index; a bound kind could not.
+    plan = " ".join(
+        str(row[-1])
+        for row in store.conn.execute(f"EXPLAIN QUERY PLAN SELECT id FROM events e{where.sql()}", where.args)
+    )
+    assert "events_commands" in plan
+    other = Where()
+    other.kind_in(["read"])
+    other.kind_in(["read", "edit"])
+    other.kind_in([])
+    other.kind_in(None)
+    assert (other.conditions, other.args) == (
+        ["e.kind IN (?)", "e.kind IN (?,?)"],
+        ["read", "read", "edit"],
+    )

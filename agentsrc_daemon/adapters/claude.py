@@ -27,6 +27,7 @@ import orjson
 from ..events import (
     COMPACTION,
     ERROR,
+    MAX_STORED_TEXT_CHARS,
     MESSAGE,
     PROMPT,
     REASONING,
@@ -208,6 +209,7 @@ class ClaudeAdapter:
             "pending": {},  # tool_use id -> {"tool": name, "input": input}
             "usage": {},  # message id -> [input, output, cache_read, cache_creation] counted
             "parts": {},  # digests of (message id, text) of the message parts already emitted
+            "message": None,  # the open assistant message, see _message
             "sidechains": {},  # inline sidechain record uuid -> its subagent id
             "command": None,  # a slash command not yet answered: {"id", "ts", "cwd"}
         }
@@ -617,16 +619,7 @@ def _assistant(line: _Line) -> list[Record]:
             out.append(Drift(NAME, _version(obj, line.state), f"assistant/{block_type}"))
 
     if texts:
-        # One assistant message is written as one line per content block: every part
-        # shares the message key and the store merges them.
-        part = _str(obj.get("uuid")) or line.key(0)
-        out.append(
-            line.event(
-                MESSAGE,
-                f"{NAME}:message:{message_id or part}",
-                data={"text": "\n".join(texts), "part": part},
-            )
-        )
+        out.append(_message(line, message_id, "\n".join(texts)))
     usage = message.get("usage")
     if isinstance(usage, dict):
         out += _usage(line, message_id, usage, model)
@@ -649,6 +642,52 @@ def _first_sighting(line: _Line, message_id: str, text: str) -> bool:
         return False
     _remember(seen, mark, 1, MAX_SEEN_PARTS)
     return True
+
+
+def _message(line: _Line, message_id: str | None, part: str) -> Event:
+    """The MESSAGE event of an assistant message, with this line's new text ``part``.
+
+    One assistant message is written as one line per content block, every line with the
+    same message.id. The file's open message (its id, revision, length and data, in the
+    state) takes each new part, joined by a blank line, and the event is emitted again
+    under the message's key with the next revision: the store replaces the stored
+    message with it (see Event.revision). Only the latest message with text is kept
+    open: the blocks of a message are written together (in the corpus, no message has
+    text after another message's text).
+
+    The state holds the event's own ``data``, which ingest then cuts, redacts or empties
+    in place: it keeps the message as stored, never text the store does not have. When
+    that is only a prefix (cut at MAX_STORED_TEXT_CHARS, or no text stored), it stays
+    the stored text and the new part is given to the scanner as content."""
+    if message_id is None:  # a message of one line (no id to join lines by)
+        key = _str(line.obj.get("uuid")) or line.key(0)
+        return line.event(MESSAGE, f"{NAME}:message:{key}", data={"text": part})
+    held = _dict(line.state.get("message"))
+    if held.get("id") != message_id:
+        data: dict[str, Any] = {"text": part}
+        revision, chars = 0, len(part)
+        contents: list[tuple[str, str]] = []
+    else:
+        revision = (_int(held.get("revision")) or 0) + 1
+        chars = (_int(held.get("chars")) or 0) + 2 + len(part)
+        stored = _dict(held.get("data"))
+        text = stored.get("text")
+        if (
+            isinstance(text, str)
+            and not stored.get("text_truncated")
+            and len(text) <= MAX_STORED_TEXT_CHARS  # not cut yet: this round's own lines
+        ):
+            data, contents = {"text": f"{text}\n\n{part}"}, []
+        else:  # only a prefix is held (cut), or no text (not stored)
+            data = {"text_chars": chars}
+            if isinstance(text, str):
+                data["text"] = text[:MAX_STORED_TEXT_CHARS]
+                data["text_truncated"] = True
+            contents = [("text", part)]
+    line.state["message"] = {"id": message_id, "revision": revision, "chars": chars, "data": data}
+    event = line.event(MESSAGE, f"{NAME}:message:{message_id}", data=data, contents=contents)
+    event.revision = revision
+    return event
 
 
 def _tool_call(line: _Line, block: dict[str, Any], index: int) -> Event:

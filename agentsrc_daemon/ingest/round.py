@@ -16,7 +16,7 @@ import orjson
 import structlog
 
 from ..adapters import ADAPTERS, Adapter
-from ..events import Drift, Event, SessionFacts, TurnFacts
+from ..events import MAX_STORED_TEXT_CHARS, Drift, Event, SessionFacts, TurnFacts
 from ..store import Batch, DocumentFacts, utc_now
 from . import fingerprint, sources, tail
 from .cursor import Cursor
@@ -26,10 +26,6 @@ log = structlog.get_logger("agentsrc.ingest")
 # Skip reason (a key of Cursor.skipped) for a line or document the adapter raised on:
 # adapters do not catch their own bugs, ingest counts them here and goes on.
 ADAPTER_ERROR = "adapter_error"
-# Stored prompt/assistant text is cut here (the full length is recorded): a pasted
-# 50 MB log is not worth keeping whole, and holding it twice more for the insert would
-# break the memory bound.
-MAX_STORED_TEXT_CHARS = 256 * 1024
 
 
 class DeriveStage(Protocol):

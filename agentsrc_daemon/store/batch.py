@@ -1,0 +1,190 @@
+"""What one commit is given: a ``Batch`` of normalized records and the cursors of the
+files they came from, and the plain rows ``prepare`` turns its events into."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from functools import partial
+from typing import Any, NamedTuple
+
+import orjson
+
+from ..events import Drift, Event, SessionFacts, TurnFacts, key_digest
+from ..ingest.cursor import Cursor
+from .schema import SESSION_FACT_FIELDS
+
+key_hash = key_digest
+
+
+def utc_now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass(slots=True)
+class DocumentFacts:
+    path: str
+    agent: str
+    project: str | None
+    size: int
+    sha256: str
+    mtime_ns: int | None
+
+
+class Row(NamedTuple):
+    """A prepared event: plain values, cheap to pickle (backfill workers send them to the
+    daemon, see ``Batch.__getstate__``) and to bind. The fields are the ``events``
+    columns in the order the INSERT binds them, with the source's path last: the
+    writer swaps it for the source's id (``bind``)."""
+
+    key_hash: bytes
+    session_id: str
+    kind: str
+    ts: str | None
+    turn_id: str | None
+    tool: str | None
+    call_id: str | None
+    subagent_id: str | None
+    adapter: str
+    offset: int
+    path: str | None  # read/edit/secret events: the file path the event is about
+    data: bytes  # JSON
+    revision: int  # see Event.revision
+    source_path: str  # the transcript the event came from
+
+    def bind(self, source_id: int) -> tuple[Any, ...]:
+        """The INSERT's values: the row with its source path replaced by the source id."""
+        return self[:-1] + (source_id,)
+
+
+# Rows cross the process boundary as plain tuples: pickle handles a NamedTuple with a
+# Python call per row each way, several times slower than a tuple.
+_row_of_tuple = partial(tuple.__new__, Row)
+
+
+@dataclass(slots=True)
+class Batch:
+    """Everything one transaction commits."""
+
+    events: list[Event] = field(default_factory=list)
+    sessions: list[SessionFacts] = field(default_factory=list)
+    turns: list[TurnFacts] = field(default_factory=list)
+    drift: list[Drift] = field(default_factory=list)
+    cursors: dict[str, Cursor] = field(default_factory=dict)  # by path
+    documents: list[DocumentFacts] = field(default_factory=list)
+    gone_documents: list[str] = field(default_factory=list)
+    session_sources: set[tuple[str, str]] = field(default_factory=set)  # (session_id, path)
+    project_roots: dict[str, str] = field(default_factory=dict)  # session_id -> root
+    rows: list[Row] = field(default_factory=list)  # prepared events (see prepare())
+
+    def empty(self) -> bool:
+        return not (
+            self.events
+            or self.rows
+            or self.sessions
+            or self.turns
+            or self.drift
+            or self.cursors
+            or self.documents
+            or self.gone_documents
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A backfill worker returns its batch pickled: the rows go as plain tuples."""
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["rows"] = list(map(tuple, self.rows))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.rows = list(map(_row_of_tuple, state["rows"]))
+
+
+def prepare(batch: Batch) -> None:
+    """The pure-Python half of a commit (hashing keys, encoding JSON) into plain rows,
+    done before the transaction opens (by a backfill worker, when one has the file).
+    The events themselves, with their transient fields (full inputs, contents), are
+    dropped: nothing of those is stored."""
+    rows = batch.rows
+    for ev in batch.events:
+        data = ev.data
+        path = data.get("path")
+        rows.append(
+            Row(key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
+                ev.subagent_id, ev.adapter, ev.offset, path if isinstance(path, str) else None,
+                orjson.dumps(data), ev.revision, ev.source_path)
+        )
+    batch.events = []
+
+
+@dataclass(slots=True)
+class Inserted:
+    """What a commit inserted, in id order: (id, row)."""
+
+    events: list[tuple[int, Row]]
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """JSON-ready events, for subscribers (built only when someone listens)."""
+        return [
+            event_row_to_json((eid, r.session_id, r.kind, r.ts, r.turn_id, r.tool, r.call_id,
+                               r.subagent_id, r.adapter, r.source_path, r.offset, r.data))
+            for eid, r in self.events
+        ]
+
+
+def coalesce_facts(facts: list[SessionFacts]) -> list[SessionFacts]:
+    """The facts of a batch, one per session, merged with the same rules the database
+    applies (first wins, earliest wins, latest wins): one UPDATE per session, not one
+    per line that mentioned it."""
+    merged: dict[str, SessionFacts] = {}
+    for f in facts:
+        m = merged.get(f.session_id)
+        if m is None:
+            merged[f.session_id] = SessionFacts(f.session_id, f.agent, f.native_id)
+            m = merged[f.session_id]
+        for name in SESSION_FACT_FIELDS:
+            value = getattr(f, name)
+            if value is None:
+                continue
+            current = getattr(m, name)
+            if current is None:
+                setattr(m, name, value)
+            elif name in SessionFacts.FIRST_WINS:
+                continue
+            elif name in SessionFacts.EARLIEST_WINS:
+                setattr(m, name, min(current, value))
+            elif name == "last_event_at":
+                setattr(m, name, max(current, value))
+            else:
+                setattr(m, name, value)
+    return list(merged.values())
+
+
+def event_row_to_json(row: Sequence[Any]) -> dict[str, Any]:
+    (eid, session_id, kind, ts, turn_id, tool, call_id, subagent_id, adapter, source_path,
+     offset, data) = row
+    out: dict[str, Any] = {
+        "id": eid,
+        "session_id": session_id,
+        "kind": kind,
+        "ts": ts,
+        "turn_id": turn_id,
+        "tool": tool,
+        "call_id": call_id,
+        "subagent_id": subagent_id,
+        "adapter": adapter,
+        "source_path": source_path,
+        "offset": offset,
+    }
+    payload = orjson.loads(data) if isinstance(data, bytes | str) else data
+    if isinstance(payload, dict):
+        for k, v in payload.items():
+            if k not in out:
+                out[k] = v
+    return out

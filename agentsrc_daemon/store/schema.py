@@ -1,0 +1,206 @@
+"""The database: its schema (versioned migrations), connections and file permissions."""
+
+from __future__ import annotations
+
+import os
+from contextlib import suppress
+from pathlib import Path
+
+import apsw
+
+from ..errors import SchemaTooNew
+
+SCHEMA_VERSION = 4
+BUSY_TIMEOUT_MS = 5000
+WRITER_CACHE_KIB = 8 * 1024
+
+# Each entry migrates the schema from version i to i+1. Never edit a released entry:
+# append a new one.
+MIGRATIONS: list[str] = [
+    # 0 -> 1: the core tables
+    """
+    CREATE TABLE sources (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,
+        adapter TEXT NOT NULL,
+        mode TEXT NOT NULL,              -- jsonl | document | memory
+        dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
+        offset INTEGER NOT NULL DEFAULT 0,   -- bytes consumed (always at a line boundary)
+        head_len INTEGER NOT NULL DEFAULT 0, -- bytes covered by head_hash
+        head_hash BLOB,                      -- hash of the first head_len bytes
+        skipping INTEGER NOT NULL DEFAULT 0, -- inside an over-long line, skipping to its end
+        state BLOB,                          -- adapter state (JSON), same transaction as events
+        generation INTEGER NOT NULL DEFAULT 0,  -- times the file was re-read from 0
+        lines INTEGER NOT NULL DEFAULT 0,
+        skipped TEXT NOT NULL DEFAULT '{}',  -- counters of skipped lines by reason (JSON)
+        gone_at TEXT,                        -- set when the file disappeared
+        first_seen TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        updated_at TEXT
+    );
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        native_id TEXT NOT NULL,
+        cwd TEXT, model TEXT, started_at TEXT, last_event_at TEXT, title TEXT,
+        version TEXT, originator TEXT, source TEXT, model_provider TEXT,
+        parent_session_id TEXT, home TEXT,
+        prompts INTEGER NOT NULL DEFAULT 0,
+        messages INTEGER NOT NULL DEFAULT 0,
+        tool_calls INTEGER NOT NULL DEFAULT 0,
+        compactions INTEGER NOT NULL DEFAULT 0,
+        errors INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+        total_tokens INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_last ON sessions(last_event_at);
+    CREATE TABLE session_sources (
+        session_id TEXT NOT NULL,
+        source_id INTEGER NOT NULL,
+        PRIMARY KEY (session_id, source_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE session_subagents (
+        session_id TEXT NOT NULL,
+        subagent_id TEXT NOT NULL,
+        PRIMARY KEY (session_id, subagent_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE turns (
+        session_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        started_at TEXT, ended_at TEXT, status TEXT, cwd TEXT, model TEXT,
+        PRIMARY KEY (session_id, turn_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key_hash BLOB NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        ts TEXT,
+        turn_id TEXT,
+        tool TEXT,
+        call_id TEXT,
+        subagent_id TEXT,
+        adapter TEXT NOT NULL,
+        source_id INTEGER NOT NULL,
+        offset INTEGER NOT NULL,
+        path TEXT,          -- read/edit/secret events: the absolute file path
+        data BLOB NOT NULL  -- JSON
+    );
+    CREATE INDEX events_session ON events(session_id, id);
+    CREATE INDEX events_path ON events(path) WHERE path IS NOT NULL;
+    CREATE TABLE documents (
+        path TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        project TEXT,
+        size INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        mtime_ns INTEGER,
+        gone_at TEXT,
+        updated_at TEXT
+    );
+    CREATE TABLE drift (
+        adapter TEXT NOT NULL,
+        version TEXT NOT NULL,
+        record_type TEXT NOT NULL,
+        count INTEGER NOT NULL DEFAULT 0,
+        first_seen TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+        last_seen TEXT,
+        PRIMARY KEY (adapter, version, record_type)
+    ) WITHOUT ROWID;
+    """,
+    # 1 -> 2: project scoping for path queries; the kinds queried across all sessions
+    # get partial indexes (an index on every event's kind costs a quarter of ingest).
+    """
+    ALTER TABLE sessions ADD COLUMN project_root TEXT;
+    CREATE INDEX events_commands ON events(id) WHERE kind = 'command';
+    CREATE INDEX events_secrets ON events(id) WHERE kind = 'secret';
+    CREATE INDEX events_sensitive ON events(id) WHERE kind = 'sensitive_read';
+    """,
+    # 2 -> 3: the number of events, kept as the rows go in. Ids have gaps (an ignored
+    # duplicate can use up an id), and COUNT(*) reads a whole index.
+    """
+    CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO counters(name, value) SELECT 'events', COUNT(*) FROM events;
+    """,
+    # 3 -> 4: the revision of the event a row holds (see Event.revision), so that only a
+    # later version replaces it. Rows from before hold revision 0. Message rows lose the
+    # `parts` digests the store kept when it merged a message written over several lines
+    # itself (the adapter now emits such a message again, whole, with a higher revision).
+    # One pass over the table: about 1.3 s per million events.
+    """
+    ALTER TABLE events ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+    UPDATE events SET data = CAST(json_remove(data, '$.parts') AS BLOB)
+        WHERE kind = 'message' AND json_type(data, '$.parts') IS NOT NULL;
+    """,
+]
+
+# The kinds with a partial index of their own (schema 2): queried across all sessions.
+PARTIAL_INDEXED_KINDS = frozenset({"command", "secret", "sensitive_read"})
+
+# The sessions columns that SessionFacts fill (same names).
+SESSION_FACT_FIELDS = (
+    "cwd",
+    "model",
+    "started_at",
+    "last_event_at",
+    "title",
+    "version",
+    "originator",
+    "source",
+    "model_provider",
+    "parent_session_id",
+    "home",
+)
+
+# The sessions columns that sum the usage events' counts (same names in their data).
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+)
+
+
+def secure_file(path: Path) -> None:
+    """Owner-only: the database holds what agents read and wrote."""
+    with suppress(FileNotFoundError):
+        os.chmod(path, 0o600)
+
+
+def connect(db_path: Path, *, readonly: bool = False) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else (
+        apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    )
+    conn = apsw.Connection(str(db_path), flags=flags)
+    conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    if not readonly:
+        conn.execute("PRAGMA page_size=16384")  # takes effect on a new database only
+        conn.execute("PRAGMA journal_mode=WAL")
+        # The writer's page cache holds the hot parts of the indexes (the key-hash index
+        # is random-access by nature); bounded, so it counts toward the memory budget.
+        conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        # Fewer, larger checkpoints during a backfill; the WAL is truncated after each.
+        conn.execute("PRAGMA wal_autocheckpoint=4000")
+        conn.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=OFF")
+    return conn
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Bring the schema to SCHEMA_VERSION. Returns the version found before."""
+    (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
+    if found > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"database schema version {found} is newer than this agentsrc ({SCHEMA_VERSION})"
+        )
+    for version in range(found, SCHEMA_VERSION):
+        with conn:
+            conn.execute(MIGRATIONS[version])
+            conn.execute(f"PRAGMA user_version={version + 1}")
+    return int(found)

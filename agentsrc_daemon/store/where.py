@@ -1,0 +1,98 @@
+"""The WHERE clauses of the store's queries: conditions ANDed in the order they are
+added, each with the values it binds, and the event filters several queries share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .schema import PARTIAL_INDEXED_KINDS
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(slots=True)
+class Where:
+    """Conditions ANDed in the order they were added, and their values in that order.
+
+    The event filters (``kind_in``, ``scope``, ``path_matches``) are written for the
+    ``events`` table aliased ``e``. Like the RPC parameters they come from, an empty
+    filter value (None, "") means no filter."""
+
+    conditions: list[str] = field(default_factory=list)
+    args: list[Any] = field(default_factory=list)
+
+    def add(self, condition: str, *args: Any) -> None:
+        self.conditions.append(condition)
+        self.args.extend(args)
+
+    def sql(self) -> str:
+        """`` WHERE a AND b``, or nothing when there is no condition."""
+        return f" WHERE {' AND '.join(self.conditions)}" if self.conditions else ""
+
+    def kind_in(self, kinds: Sequence[str] | None) -> None:
+        if kinds and len(kinds) == 1 and kinds[0] in PARTIAL_INDEXED_KINDS:
+            # A literal, so SQLite can use that kind's partial index (it cannot match a
+            # bound value to the index's WHERE). Safe: one of a fixed set of names.
+            self.add(f"e.kind = '{kinds[0]}'")
+        elif kinds:
+            self.add(f"e.kind IN ({','.join('?' * len(kinds))})", *kinds)
+
+    def scope(
+        self,
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
+        project: str | None = None,
+        since_ts: str | None = None,
+    ) -> None:
+        """Events of one session, agent or project, at or after a time. An event is in a
+        project when it says so (its ``project_root``: derived reads and edits) or when
+        its session's project root or cwd is that project."""
+        if session_id:
+            self.add("e.session_id = ?", session_id)
+        if agent:
+            self.add("e.adapter = ?", agent)
+        if project:
+            self.add(
+                "(json_extract(e.data, '$.project_root') = ? OR e.session_id IN"
+                " (SELECT id FROM sessions WHERE project_root = ? OR cwd = ?))",
+                project,
+                project,
+                project,
+            )
+        if since_ts:
+            self.add("e.ts >= ?", since_ts)
+
+    def path_matches(self, path: str | None) -> None:
+        if path:
+            condition, args = path_filter(path)
+            self.add(condition, *args)
+
+
+def is_windows_style(path: str) -> bool:
+    return (len(path) > 2 and path[1] == ":" and path[0].isalpha()) or path.lower().startswith(
+        "/mnt/"
+    )
+
+
+def path_filter(path: str) -> tuple[str, list[Any]]:
+    """SQL matching a path given as absolute, project-relative or glob. Windows-style
+    paths (C:\\..., /mnt/c/...) match case-insensitively, as their filesystems do."""
+    if any(c in _GLOB_CHARS for c in path):
+        if path.startswith("/") or is_windows_style(path):
+            return "(e.path GLOB ? OR lower(e.path) GLOB lower(?))", [path, path]
+        return (
+            "(json_extract(e.data, '$.rel_path') GLOB ? OR e.path GLOB ?)",
+            [path, "*/" + path],
+        )
+    if path.startswith("/") or is_windows_style(path):
+        if is_windows_style(path):
+            return "lower(e.path) = lower(?)", [path]
+        return "e.path = ?", [path]
+    rel = path[2:] if path.startswith("./") else path
+    return "(json_extract(e.data, '$.rel_path') = ? OR e.path LIKE ? ESCAPE '\\')", [
+        rel,
+        "%/" + rel.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),
+    ]

@@ -1,0 +1,342 @@
+"""The writer side of the store: one ``Store`` per daemon, used from the ingest thread.
+
+The store knows nothing of agent formats. It is given ``Batch`` objects (normalized
+records plus the cursors of the files they came from) and commits each in ONE
+transaction, so a file's offset never runs ahead of, or behind, its events: a crash at
+any instant loses nothing and duplicates nothing. Event keys are hashed into a UNIQUE
+column and inserted with ``INSERT OR IGNORE``, so re-reading a file is idempotent. An
+event emitted again with a higher ``Event.revision`` replaces the data stored for it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..events import COMPACTION, ERROR, MESSAGE, PROMPT, TOOL_CALL, USAGE, SessionFacts, TurnFacts
+from ..ingest.cursor import Cursor
+from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
+from .schema import SESSION_FACT_FIELDS, USAGE_FIELDS, connect, migrate, secure_file
+
+_COUNTED_KINDS = {
+    PROMPT: "prompts",
+    MESSAGE: "messages",
+    TOOL_CALL: "tool_calls",
+    COMPACTION: "compactions",
+    ERROR: "errors",
+}
+
+
+@dataclass(slots=True)
+class _SessionTally:
+    counts: dict[str, int] = field(default_factory=dict)
+    subagents: set[str] = field(default_factory=set)
+    first_ts: str | None = None
+    last_ts: str | None = None
+
+
+class Store:
+    """The writer side: one per daemon, used from the ingest thread only."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+        old_umask = os.umask(0o077)
+        try:
+            self.conn = connect(db_path)
+            migrate(self.conn)
+        finally:
+            os.umask(old_umask)
+        for suffix in ("", "-wal", "-shm"):
+            secure_file(Path(str(db_path) + suffix))
+        self._source_ids: dict[str, int] = {}
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ---- cursors ---------------------------------------------------------------
+
+    def load_cursors(self) -> dict[str, Cursor]:
+        out: dict[str, Cursor] = {}
+        for row in self.conn.execute(
+            "SELECT id, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len,"
+            " head_hash, skipping, state, generation, lines, skipped, gone_at FROM sources"
+        ):
+            (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
+             skipping, state, generation, lines, skipped, gone_at) = row
+            out[path] = Cursor(
+                path=path,
+                adapter=adapter,
+                mode=mode,
+                source_id=sid,
+                dev=dev,
+                ino=ino,
+                size=size,
+                mtime_ns=mtime_ns,
+                offset=offset,
+                head_len=head_len,
+                head_hash=head_hash,
+                skipping=bool(skipping),
+                state=orjson.loads(state) if state else None,
+                generation=generation,
+                lines=lines,
+                skipped=orjson.loads(skipped) if skipped else {},
+                gone_at=gone_at,
+            )
+            self._source_ids[path] = sid
+        return out
+
+    def _source_id(self, cursor: Cursor) -> int:
+        sid = cursor.source_id or self._source_ids.get(cursor.path)
+        if sid is None:
+            row = self.conn.execute(
+                "INSERT INTO sources(path, adapter, mode) VALUES(?,?,?)"
+                " ON CONFLICT(path) DO UPDATE SET adapter=excluded.adapter RETURNING id",
+                (cursor.path, cursor.adapter, cursor.mode),
+            ).fetchone()
+            assert row is not None
+            sid = int(row[0])
+        self._source_ids[cursor.path] = sid
+        cursor.source_id = sid
+        return sid
+
+    def _save_cursor(self, c: Cursor) -> None:
+        sid = self._source_id(c)
+        self.conn.execute(
+            "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?,"
+            " head_len=?, head_hash=?, skipping=?, state=?, generation=?, lines=?, skipped=?,"
+            " gone_at=?, updated_at=? WHERE id=?",
+            (
+                c.adapter,
+                c.mode,
+                c.dev,
+                c.ino,
+                c.size,
+                c.mtime_ns,
+                c.offset,
+                c.head_len,
+                c.head_hash,
+                int(c.skipping),
+                orjson.dumps(c.state) if c.state is not None else None,
+                c.generation,
+                c.lines,
+                orjson.dumps(c.skipped).decode(),
+                c.gone_at,
+                utc_now(),
+                sid,
+            ),
+        )
+
+    # ---- the commit --------------------------------------------------------------
+
+    def commit(self, batch: Batch) -> Inserted:
+        """Commit a batch in one transaction. Returns what was newly inserted (not
+        ignored as already known); ``Inserted.rows()`` shapes it for subscribers."""
+        if batch.events:
+            prepare(batch)
+        with self.conn:
+            for cursor in batch.cursors.values():
+                self._source_id(cursor)
+            for facts in coalesce_facts(batch.sessions):
+                self._merge_session(facts)
+            for sid, root in batch.project_roots.items():
+                self.conn.execute(
+                    "UPDATE sessions SET project_root=? WHERE id=? AND project_root IS NULL",
+                    (root, sid),
+                )
+            for turn in batch.turns:
+                self._merge_turn(turn)
+            for sid, adapter in {(r.session_id, r.adapter) for r in batch.rows}:
+                # Events can arrive before any facts about their session (a subagent
+                # file read before its parent): the row must exist for the counters.
+                native = sid.split(":", 1)[1] if sid.startswith(adapter + ":") else sid
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO sessions(id, agent, native_id) VALUES(?,?,?)",
+                    (sid, adapter, native),
+                )
+            tally: dict[str, _SessionTally] = {}
+            inserted = self._insert_events(batch, tally)
+            self._apply_tally(tally)
+            if inserted:
+                self.conn.execute(
+                    "UPDATE counters SET value = value + ? WHERE name = 'events'",
+                    (len(inserted),),
+                )
+            for session_id, path in batch.session_sources:
+                src = self._source_ids.get(path)
+                if src is not None:
+                    self.conn.execute(
+                        "INSERT OR IGNORE INTO session_sources(session_id, source_id) VALUES(?,?)",
+                        (session_id, src),
+                    )
+            for d in batch.drift:
+                self.conn.execute(
+                    "INSERT INTO drift(adapter, version, record_type, count, last_seen)"
+                    " VALUES(?,?,?,1,?) ON CONFLICT(adapter, version, record_type)"
+                    " DO UPDATE SET count=count+1, last_seen=excluded.last_seen",
+                    (d.adapter, d.version, d.record_type, utc_now()),
+                )
+            for doc in batch.documents:
+                self.conn.execute(
+                    "INSERT INTO documents(path, agent, project, size, sha256, mtime_ns,"
+                    " gone_at, updated_at) VALUES(?,?,?,?,?,?,NULL,?) ON CONFLICT(path) DO UPDATE"
+                    " SET size=excluded.size, sha256=excluded.sha256, mtime_ns=excluded.mtime_ns,"
+                    " gone_at=NULL, updated_at=excluded.updated_at",
+                    (doc.path, doc.agent, doc.project, doc.size, doc.sha256, doc.mtime_ns, utc_now()),
+                )
+            for path in batch.gone_documents:
+                self.conn.execute(
+                    "UPDATE documents SET gone_at=? WHERE path=? AND gone_at IS NULL",
+                    (utc_now(), path),
+                )
+            for cursor in batch.cursors.values():
+                self._save_cursor(cursor)
+        return inserted
+
+    def _merge_session(self, f: SessionFacts) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO sessions(id, agent, native_id) VALUES(?,?,?)",
+            (f.session_id, f.agent, f.native_id),
+        )
+        sets: list[str] = []
+        args: list[Any] = []
+        for name in SESSION_FACT_FIELDS:
+            value = getattr(f, name)
+            if value is None:
+                continue
+            if name in SessionFacts.FIRST_WINS:
+                sets.append(f"{name}=COALESCE({name}, ?)")
+            elif name in SessionFacts.EARLIEST_WINS:
+                sets.append(f"{name}=MIN(COALESCE({name}, ?), ?)")
+                args.append(value)
+            elif name == "last_event_at":
+                sets.append(f"{name}=MAX(COALESCE({name}, ''), ?)")
+            else:
+                sets.append(f"{name}=?")
+            args.append(value)
+        if sets:
+            args.append(f.session_id)
+            self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
+
+    def _merge_turn(self, t: TurnFacts) -> None:
+        self.conn.execute(
+            "INSERT INTO turns(session_id, turn_id, started_at, ended_at, status, cwd, model)"
+            " VALUES(?,?,?,?,?,?,?) ON CONFLICT(session_id, turn_id) DO UPDATE SET"
+            " started_at=COALESCE(turns.started_at, excluded.started_at),"
+            " ended_at=COALESCE(excluded.ended_at, turns.ended_at),"
+            " status=COALESCE(excluded.status, turns.status),"
+            " cwd=COALESCE(turns.cwd, excluded.cwd),"
+            " model=COALESCE(excluded.model, turns.model)",
+            (t.session_id, t.turn_id, t.started_at, t.ended_at, t.status, t.cwd, t.model),
+        )
+
+    def _insert_events(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
+        """Insert a batch with one executemany; the rows that were new (not ignored as
+        already known) are read back by id."""
+        prepared = batch.rows
+        if not prepared:
+            return Inserted([])
+        # AUTOINCREMENT's counter: new ids start right after it.
+        row = self.conn.execute(
+            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)"
+        ).fetchone()
+        before = int(row[0]) if row else 0
+        source_ids = self._source_ids
+        for r in prepared:
+            if r.source_path not in source_ids:
+                self._source_id(Cursor(r.source_path, r.adapter, "jsonl"))
+        changes_before = self.conn.total_changes()
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
+            " subagent_id, adapter, offset, path, data, revision, source_id)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [r.bind(source_ids[r.source_path]) for r in prepared],
+        )
+        if self.conn.total_changes() - changes_before == len(prepared):
+            # Every row was new: one writer, AUTOINCREMENT, so their ids are consecutive
+            # in insertion order and nothing needs to be read back (the common case).
+            return self._all_new(prepared, before, tally)
+        new_ids = {
+            kh: eid
+            for eid, kh in self.conn.execute(
+                "SELECT id, key_hash FROM events WHERE id > ?", (before,)
+            )
+        }
+        inserted: list[tuple[int, Row]] = []
+        superseding: list[Row] = []
+        for r in prepared:
+            eid = new_ids.pop(r.key_hash, None)  # pop: a key twice in one batch is new once
+            if eid is None:
+                if r.revision:
+                    superseding.append(r)
+                continue
+            self._count(r, tally)
+            inserted.append((eid, r))
+        self._supersede(superseding)
+        return Inserted(inserted)
+
+    def _supersede(self, rows: list[Row]) -> None:
+        """Rows of events already stored, re-emitted with more data: each replaces the
+        stored data when its revision is higher than the stored one's, so the highest
+        revision wins whatever the order the versions arrive in. Nothing is counted
+        again, and subscribers are not told: they were given the event when it was
+        inserted, and queries return its latest version."""
+        if rows:
+            self.conn.executemany(
+                "UPDATE events SET data=?, revision=? WHERE key_hash=? AND revision<?",
+                [(r.data, r.revision, r.key_hash, r.revision) for r in rows],
+            )
+
+    def _all_new(
+        self, prepared: list[Row], before: int, tally: dict[str, _SessionTally]
+    ) -> Inserted:
+        inserted = [(before + 1 + i, r) for i, r in enumerate(prepared)]
+        for r in prepared:
+            self._count(r, tally)
+        return Inserted(inserted)
+
+    def _count(self, r: Row, tally: dict[str, _SessionTally]) -> None:
+        """Add an inserted event to its session's tally; applied once per batch."""
+        t = tally.get(r.session_id)
+        if t is None:
+            t = tally[r.session_id] = _SessionTally()
+        if r.subagent_id:
+            t.subagents.add(r.subagent_id)
+        kind = r.kind
+        column = _COUNTED_KINDS.get(kind)
+        if column:
+            t.counts[column] = t.counts.get(column, 0) + 1
+        elif kind == USAGE:
+            data = orjson.loads(r.data)
+            for f in USAGE_FIELDS:
+                v = data.get(f)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    t.counts[f] = t.counts.get(f, 0) + v
+        ts = r.ts
+        if ts:
+            if t.first_ts is None or ts < t.first_ts:
+                t.first_ts = ts
+            if t.last_ts is None or ts > t.last_ts:
+                t.last_ts = ts
+
+    def _apply_tally(self, tally: dict[str, _SessionTally]) -> None:
+        for sid, t in tally.items():
+            for sub in t.subagents:
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO session_subagents(session_id, subagent_id) VALUES(?,?)",
+                    (sid, sub),
+                )
+            sets = [f"{c}={c}+?" for c in t.counts]
+            args: list[Any] = list(t.counts.values())
+            if t.last_ts:
+                sets.append("last_event_at=MAX(COALESCE(last_event_at,''), ?)")
+                args.append(t.last_ts)
+            if t.first_ts:
+                sets.append("started_at=MIN(COALESCE(started_at, ?), ?)")
+                args.extend([t.first_ts, t.first_ts])
+            if sets:
+                args.append(sid)
+                self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
