@@ -67,6 +67,25 @@ def _next_since_id(rows: list[dict[str, Any]], limit: int) -> int | None:
     return rows[-1]["id"] if len(rows) == limit else None
 
 
+def _order(params: dict[str, Any]) -> tuple[int | None, bool]:
+    """``order`` (``asc``, the default: oldest first, paged with ``since_id``; or
+    ``desc``: newest first, paged back with ``before_id``) -> (before_id, newest first)."""
+    order = params.get("order", "asc")
+    if order not in ("asc", "desc", None):
+        raise RpcError(INVALID_PARAMS, "order must be 'asc' or 'desc'")
+    before = params.get("before_id")
+    before_id = None if before is None else _int_param(params, "before_id", 0, 1, MAX_EVENT_ID)
+    return before_id, order == "desc"
+
+
+def _page(rows: list[dict[str, Any]], limit: int, newest_first: bool) -> dict[str, Any]:
+    """The cursor of a list in either order: ``next_since_id`` oldest first,
+    ``next_before_id`` newest first."""
+    if newest_first:
+        return {"next_before_id": _next_since_id(rows, limit)}
+    return {"next_since_id": _next_since_id(rows, limit)}
+
+
 def _session(reader: Reader, params: dict[str, Any], name: str = "session_id") -> str | None:
     ident = _str_param(params, name)
     if ident is None:
@@ -120,7 +139,7 @@ _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def parse_since(value: str, now: datetime | None = None) -> str:
+def parse_since(value: str, now: datetime | None = None, name: str = "since") -> str:
     """A relative duration (30m, 12h, 7d, 2w) or an ISO timestamp -> ISO UTC (...Z)."""
     m = _DURATION.match(value.strip())
     now = now or datetime.now(UTC)
@@ -131,16 +150,16 @@ def parse_since(value: str, now: datetime | None = None) -> str:
             moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             raise RpcError(
-                INVALID_PARAMS, "since must be a duration like 7d, 12h, 30m or an ISO timestamp"
+                INVALID_PARAMS, f"{name} must be a duration like 7d, 12h, 30m or an ISO timestamp"
             ) from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _since(params: dict[str, Any]) -> str | None:
-    value = _str_param(params, "since")
-    return parse_since(value) if value else None
+def _since(params: dict[str, Any], name: str = "since") -> str | None:
+    value = _str_param(params, name)
+    return parse_since(value, name=name) if value else None
 
 
 def _file_events(kind: str) -> Handler:
@@ -149,6 +168,7 @@ def _file_events(kind: str) -> Handler:
         if agent is not None and agent not in AGENTS:
             raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
         limit = _int_param(params, "limit", 100, 1)
+        before_id, newest_first = _order(params)
         events = reader.file_events(
             kind,
             _str_param(params, "path"),
@@ -158,8 +178,10 @@ def _file_events(kind: str) -> Handler:
             since_ts=_since(params),
             since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
             limit=limit,
+            before_id=before_id,
+            newest_first=newest_first,
         )
-        return {"events": events, "next_since_id": _next_since_id(events, limit)}
+        return {"events": events, **_page(events, limit, newest_first)}
 
     return handler
 
@@ -172,6 +194,7 @@ def commands_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
         raise RpcError(INVALID_PARAMS, "exit_code must be an integer")
     limit = _int_param(params, "limit", 100, 1)
+    before_id, newest_first = _order(params)
     events = reader.commands(
         session_id=_session(reader, params),
         project=_str_param(params, "project"),
@@ -180,8 +203,10 @@ def commands_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
         since_ts=_since(params),
         since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
         limit=limit,
+        before_id=before_id,
+        newest_first=newest_first,
     )
-    return {"events": events, "next_since_id": _next_since_id(events, limit)}
+    return {"events": events, **_page(events, limit, newest_first)}
 
 
 def sessions_files(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +218,7 @@ def sessions_files(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
 
 def findings_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     limit = _int_param(params, "limit", 100, 1)
+    before_id, newest_first = _order(params)
     findings = reader.findings(
         session_id=_session(reader, params),
         path=_str_param(params, "path"),
@@ -201,8 +227,22 @@ def findings_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
         since_ts=_since(params),
         since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
         limit=limit,
+        before_id=before_id,
+        newest_first=newest_first,
     )
-    return {"findings": findings, "next_since_id": _next_since_id(findings, limit)}
+    return {"findings": findings, **_page(findings, limit, newest_first)}
+
+
+def usage_summary(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    agent = _str_param(params, "agent")
+    if agent is not None and agent not in AGENTS:
+        raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+    return reader.usage_summary(
+        since_ts=_since(params),
+        until_ts=_since(params, "until"),
+        project=_str_param(params, "project"),
+        agent=agent,
+    )
 
 
 def findings_report(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -252,4 +292,5 @@ def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handl
         "findings.list": findings_list,
         "documents.list": lambda reader, params: {"documents": reader.documents()},
         "findings.report": findings_report,
+        "usage.summary": usage_summary,
     }

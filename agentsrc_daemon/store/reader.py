@@ -244,10 +244,10 @@ class Reader:
             where.add("e.call_id = ?", call_id)
         return self._events(where, limit)
 
-    def _events(self, where: Where, limit: int) -> list[dict[str, Any]]:
+    def _events(self, where: Where, limit: int, newest_first: bool = False) -> list[dict[str, Any]]:
         sql = (
             f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
-            f"{where.sql()} ORDER BY e.id LIMIT ?"
+            f"{where.sql()} ORDER BY e.id{' DESC' if newest_first else ''} LIMIT ?"
         )
         with self.snapshot():
             return [event_row_to_json(r) for r in self.conn.execute(sql, [*where.args, limit])]
@@ -263,11 +263,13 @@ class Reader:
         since_ts: str | None = None,
         since_id: int = 0,
         limit: int = 100,
+        before_id: int | None = None,
+        newest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        where = _event_page(since_id, session_id, [kind])
+        where = _event_page(since_id, session_id, [kind], before_id)
         where.scope(agent=agent, project=project, since_ts=since_ts)
         where.path_matches(path)
-        return self._events(where, limit)
+        return self._events(where, limit, newest_first)
 
     def commands(
         self,
@@ -279,8 +281,10 @@ class Reader:
         since_ts: str | None = None,
         since_id: int = 0,
         limit: int = 100,
+        before_id: int | None = None,
+        newest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        where = _event_page(since_id, session_id, ["command"])
+        where = _event_page(since_id, session_id, ["command"], before_id)
         where.scope(project=project, since_ts=since_ts)
         if failed is True:
             where.add(
@@ -292,7 +296,7 @@ class Reader:
             where.add("json_extract(e.data, '$.exit_code') = 0")
         if exit_code is not None:
             where.add("json_extract(e.data, '$.exit_code') = ?", exit_code)
-        return self._events(where, limit)
+        return self._events(where, limit, newest_first)
 
     def documents(self) -> list[dict[str, Any]]:
         """Memory files (Codex AGENTS.md and memories/, Claude project memory/): what
@@ -317,11 +321,15 @@ class Reader:
         since_ts: str | None = None,
         since_id: int = 0,
         limit: int = 100,
+        before_id: int | None = None,
+        newest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        """Secret findings, newest last: the JSON contract of a finding."""
+        """Secret findings, newest last (or first): the JSON contract of a finding."""
         where = Where()
         where.kind_in(["secret"])
         where.add("e.id > ?", since_id)
+        if before_id is not None:
+            where.add("e.id < ?", before_id)
         where.scope(session_id=session_id, project=project, since_ts=since_ts)
         where.path_matches(path)
         if secret_type:
@@ -332,7 +340,8 @@ class Reader:
             " json_extract(e.data, '$.hash'), json_extract(e.data, '$.label'),"
             " json_extract(e.data, '$.of_kind'),"
             " (SELECT o.id FROM events o WHERE o.key_hash = unhex(json_extract(e.data, '$.of'))),"
-            f" e.adapter FROM events e{where.sql()} ORDER BY e.id LIMIT ?"
+            f" e.adapter FROM events e{where.sql()}"
+            f" ORDER BY e.id{' DESC' if newest_first else ''} LIMIT ?"
         )
         names = ("id", "session_id", "ts", "turn_id", "call_id", "tool", "subagent_id", "path",
                  "type", "line", "hash", "label", "of_kind", "event_id", "agent")
@@ -404,6 +413,64 @@ class Reader:
             "external_reads_with_secrets": external,
         }
 
+    def usage_summary(
+        self,
+        *,
+        since_ts: str | None = None,
+        until_ts: str | None = None,
+        project: str | None = None,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Token counts of the usage events, in total and by model, project, day (UTC) and
+        agent, each with the number of sessions and model responses counted. A usage
+        event without a model counts under its session's model; its project is its
+        session's project root (else cwd)."""
+        where = Where()
+        where.kind_in(["usage"])
+        where.scope(agent=agent, project=project, since_ts=since_ts)
+        if until_ts:
+            where.add("e.ts < ?", until_ts)
+        sums = ", ".join(
+            f"SUM(COALESCE(json_extract(e.data, '$.{f}'), 0))" for f in USAGE_FIELDS
+        )
+        sql = (
+            "SELECT COALESCE(json_extract(e.data, '$.model'), ss.model),"
+            " COALESCE(ss.project_root, ss.cwd), substr(e.ts, 1, 10), e.adapter, e.session_id,"
+            f" COUNT(*), {sums}"
+            " FROM events e LEFT JOIN sessions ss ON ss.id = e.session_id"
+            f"{where.sql()} GROUP BY 1, 2, 3, 4, 5"
+        )
+        keys = ("model", "project", "day", "agent")
+        groups: dict[str, dict[Any, dict[str, Any]]] = {k: {} for k in keys}
+        total = _usage_bucket()
+        with self.snapshot():
+            for row in self.conn.execute(sql, where.args):
+                sid, responses, counts = row[4], int(row[5]), [int(n or 0) for n in row[6:]]
+                for bucket in [total] + [
+                    groups[k].setdefault(row[i], _usage_bucket({k: row[i]}))
+                    for i, k in enumerate(keys)
+                ]:
+                    bucket["sessions"].add(sid)
+                    bucket["responses"] += responses
+                    for f, n in zip(USAGE_FIELDS, counts, strict=True):
+                        bucket[f] += n
+
+        def rows(key: str) -> list[dict[str, Any]]:
+            out = [_usage_row(b) for b in groups[key].values()]
+            if key == "day":  # newest day first; others by tokens, most first
+                return sorted(out, key=lambda r: r["day"] or "", reverse=True)
+            return sorted(out, key=lambda r: (-r["total_tokens"], r[key] or ""))
+
+        return {
+            "since": since_ts,
+            "until": until_ts,
+            "totals": _usage_row(total),
+            "by_model": rows("model"),
+            "by_project": rows("project"),
+            "by_day": rows("day"),
+            "by_agent": rows("agent"),
+        }
+
     def session_files(self, session_id: str) -> dict[str, Any]:
         """Everything one session read and changed, one row per path, with counts."""
         with self.snapshot():
@@ -457,12 +524,27 @@ class Reader:
         }
 
 
-def _event_page(since_id: int, session_id: str | None, kinds: Sequence[str] | None) -> Where:
-    """The conditions every event listing starts with: after an id (paging), of a
-    session, of some kinds."""
+def _event_page(
+    since_id: int,
+    session_id: str | None,
+    kinds: Sequence[str] | None,
+    before_id: int | None = None,
+) -> Where:
+    """The conditions every event listing starts with: after an id (paging forward),
+    before one (paging back, newest first), of a session, of some kinds."""
     where = Where()
     where.add("e.id > ?", since_id)
+    if before_id is not None:
+        where.add("e.id < ?", before_id)
     if session_id:
         where.add("e.session_id = ?", session_id)
     where.kind_in(kinds)
     return where
+
+
+def _usage_bucket(label: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {**(label or {}), "sessions": set(), "responses": 0, **dict.fromkeys(USAGE_FIELDS, 0)}
+
+
+def _usage_row(bucket: dict[str, Any]) -> dict[str, Any]:
+    return {**bucket, "sessions": len(bucket["sessions"])}
