@@ -17,12 +17,14 @@ COMMANDS = [
     "show",
     "events",
     "tail",
+    "usage",
     "reads",
     "edits",
     "commands",
     "files",
     "findings",
     "report",
+    "mcp",
     "install",
     "uninstall",
     "doctor",
@@ -71,6 +73,7 @@ def test_start_up_loads_no_daemon_store_scanner_or_service_code() -> None:
         "agentsrc_daemon.cli.daemon",
         "agentsrc_daemon.cli.files",
         "agentsrc_daemon.cli.findings",
+        "agentsrc_daemon.cli.mcp",
         "agentsrc_daemon.cli.output",
         "agentsrc_daemon.cli.service",
         "agentsrc_daemon.cli.sessions",
@@ -79,4 +82,4 @@ def test_start_up_loads_no_daemon_store_scanner_or_service_code() -> None:
         "agentsrc_daemon.rpc",
         "agentsrc_daemon.rpc.client",
     ]
-    assert not loaded & {"apsw", "detect_secrets", "structlog", "watchdog"}
+    assert not loaded & {"apsw", "detect_secrets", "structlog", "watchdog", "mcp", "pydantic"}

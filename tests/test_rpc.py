@@ -202,6 +202,8 @@ def busy_server(tmp_path: Path) -> Iterator[Server]:
         event(n, E.COMMAND, SESSION, f"2025-01-01T00:00:0{n}.000Z", command=f"make {n}",
               exit_code=n % 2)
         for n in range(1, 6)
+    ] + [  # committed last, happened first: newest first puts it last
+        event(6, E.COMMAND, SESSION, "2024-12-31T00:00:00.000Z", command="make 0", exit_code=0)
     ]
     usage = [
         event(10, E.USAGE, SESSION, "2025-01-01T10:00:00.000Z", model="gpt-a",
@@ -227,8 +229,12 @@ def test_event_lists_page_newest_first_with_before_id(busy_server: Server) -> No
     assert set(first) == {"events", "next_before_id"}
     rest = request(busy_server, "commands.list", {"order": "desc", "limit": 5,
                                                   "before_id": first["next_before_id"]})
-    assert [e["command"] for e in rest["result"]["events"]] == ["make 3", "make 2", "make 1"]
+    assert [e["command"] for e in rest["result"]["events"]] == [
+        "make 3", "make 2", "make 1", "make 0"]
     assert rest["result"]["next_before_id"] is None
+    last = request(busy_server, "commands.list", {"order": "desc", "limit": 1,
+                                                  "before_id": rest["result"]["events"][2]["id"]})
+    assert [e["command"] for e in last["result"]["events"]] == ["make 0"]
     failed = request(busy_server, "commands.list", {"order": "desc", "failed": True})["result"]
     assert [e["command"] for e in failed["events"]] == ["make 5", "make 3", "make 1"]
     # Oldest first (the default) stops before before_id too.

@@ -132,3 +132,31 @@ def tail(
                     return
     except KeyboardInterrupt:
         return
+
+
+@app.command()
+def usage(
+    since: str | None = typer.Option(None, "--since", help="7d, 12h, 30m or ISO time."),
+    until: str | None = typer.Option(None, "--until", help="Before this: a duration or ISO time."),
+    project: str | None = typer.Option(None, "--project", help="Project root."),
+    agent: str | None = typer.Option(None, "--agent"),
+    by: str = typer.Option("model", "--by", help="model, project, day or agent."),
+    json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Tokens used, in total and by model, project, day or agent."""
+    if by not in ("model", "project", "day", "agent"):
+        fail("--by must be model, project, day or agent")
+    params = {k: v for k, v in (("since", since), ("until", until), ("project", project),
+                                ("agent", agent)) if v}
+    r = call("usage.summary", params)
+    if json:
+        emit_json(r)
+        return
+    fields = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+              "reasoning_tokens", "total_tokens")
+    rows = [[short(row[by], 50), row["sessions"], row["responses"], *(row[f] for f in fields)]
+            for row in r[f"by_{by}"]]
+    rows.append(["(total)", r["totals"]["sessions"], r["totals"]["responses"],
+                 *(r["totals"][f] for f in fields)])
+    print_table(rows, [by.upper(), "SESSIONS", "RESPONSES", "INPUT", "OUTPUT", "CACHE READ",
+                       "CACHE WRITE", "REASONING", "TOTAL"])

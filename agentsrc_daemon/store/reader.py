@@ -23,6 +23,10 @@ EVENT_COLUMNS = (
     " e.adapter, s.path, e.offset, e.data"
 )
 
+# Newest first is by the time an event happened (ids are commit order: a backfill of old
+# transcripts commits old events late), ties by id; an event without a time comes last.
+NEWEST_FIRST = "COALESCE(e.ts, '') DESC, e.id DESC"
+
 SESSION_COLUMNS = (
     "id, agent, native_id, cwd, model, started_at, last_event_at, title, version, originator,"
     " source, model_provider, parent_session_id, prompts, messages, tool_calls, compactions,"
@@ -247,7 +251,7 @@ class Reader:
     def _events(self, where: Where, limit: int, newest_first: bool = False) -> list[dict[str, Any]]:
         sql = (
             f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
-            f"{where.sql()} ORDER BY e.id{' DESC' if newest_first else ''} LIMIT ?"
+            f"{where.sql()} ORDER BY {NEWEST_FIRST if newest_first else 'e.id'} LIMIT ?"
         )
         with self.snapshot():
             return [event_row_to_json(r) for r in self.conn.execute(sql, [*where.args, limit])]
@@ -266,7 +270,7 @@ class Reader:
         before_id: int | None = None,
         newest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        where = _event_page(since_id, session_id, [kind], before_id)
+        where = _event_page(since_id, session_id, [kind], before_id, newest_first)
         where.scope(agent=agent, project=project, since_ts=since_ts)
         where.path_matches(path)
         return self._events(where, limit, newest_first)
@@ -284,7 +288,7 @@ class Reader:
         before_id: int | None = None,
         newest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        where = _event_page(since_id, session_id, ["command"], before_id)
+        where = _event_page(since_id, session_id, ["command"], before_id, newest_first)
         where.scope(project=project, since_ts=since_ts)
         if failed is True:
             where.add(
@@ -328,8 +332,7 @@ class Reader:
         where = Where()
         where.kind_in(["secret"])
         where.add("e.id > ?", since_id)
-        if before_id is not None:
-            where.add("e.id < ?", before_id)
+        _before(where, before_id, newest_first)
         where.scope(session_id=session_id, project=project, since_ts=since_ts)
         where.path_matches(path)
         if secret_type:
@@ -341,7 +344,7 @@ class Reader:
             " json_extract(e.data, '$.of_kind'),"
             " (SELECT o.id FROM events o WHERE o.key_hash = unhex(json_extract(e.data, '$.of'))),"
             f" e.adapter FROM events e{where.sql()}"
-            f" ORDER BY e.id{' DESC' if newest_first else ''} LIMIT ?"
+            f" ORDER BY {NEWEST_FIRST if newest_first else 'e.id'} LIMIT ?"
         )
         names = ("id", "session_id", "ts", "turn_id", "call_id", "tool", "subagent_id", "path",
                  "type", "line", "hash", "label", "of_kind", "event_id", "agent")
@@ -529,13 +532,13 @@ def _event_page(
     session_id: str | None,
     kinds: Sequence[str] | None,
     before_id: int | None = None,
+    newest_first: bool = False,
 ) -> Where:
     """The conditions every event listing starts with: after an id (paging forward),
-    before one (paging back, newest first), of a session, of some kinds."""
+    before one (see ``_before``), of a session, of some kinds."""
     where = Where()
     where.add("e.id > ?", since_id)
-    if before_id is not None:
-        where.add("e.id < ?", before_id)
+    _before(where, before_id, newest_first)
     if session_id:
         where.add("e.session_id = ?", session_id)
     where.kind_in(kinds)
@@ -548,3 +551,21 @@ def _usage_bucket(label: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def _usage_row(bucket: dict[str, Any]) -> dict[str, Any]:
     return {**bucket, "sessions": len(bucket["sessions"])}
+
+
+def _before(where: Where, before_id: int | None, newest_first: bool) -> None:
+    """Events before ``before_id``: a smaller id oldest first; newest first, the events
+    after it in NEWEST_FIRST order (an older time, or the same time and a smaller id),
+    so that the last id of a page is the cursor of the next one."""
+    if before_id is None:
+        return
+    if not newest_first:
+        where.add("e.id < ?", before_id)
+        return
+    at = "(SELECT COALESCE(ts, '') FROM events WHERE id = ?)"
+    where.add(
+        f"(COALESCE(e.ts, '') < {at} OR (COALESCE(e.ts, '') = {at} AND e.id < ?))",
+        before_id,
+        before_id,
+        before_id,
+    )
