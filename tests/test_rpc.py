@@ -269,3 +269,19 @@ def test_usage_summary_by_model_project_day_and_agent(busy_server: Server) -> No
         "total_tokens"] == 18
     bad = request(busy_server, "usage.summary", {"until": "soon"})["error"]
     assert bad["message"] == "until must be a duration like 7d, 12h, 30m or an ISO timestamp"
+
+
+def test_usage_command_prints_a_table_by_the_group_asked(busy_server: Server, tmp_path: Path) -> None:
+    runner = CliRunner()
+    no_config = {"XDG_CONFIG_HOME": str(tmp_path / "none"), "AGENTSRC_CONFIG": ""}
+    base = ["--socket", str(busy_server.socket_path), "usage"]
+    by_day = runner.invoke(app, [*base, "--by", "day"], env=no_config)
+    assert by_day.exit_code == 0, by_day.output
+    lines = [line.split() for line in by_day.output.splitlines()]
+    assert lines[0][:3] == ["DAY", "SESSIONS", "RESPONSES"]
+    assert [(row[0], row[-1]) for row in lines[1:]] == [
+        ("2025-01-02", "160"), ("2025-01-01", "15"), ("(total)", "175")]
+    as_json = runner.invoke(app, [*base, "--agent", "codex", "--json"], env=no_config)
+    assert orjson.loads(as_json.output)["totals"]["total_tokens"] == 18
+    bad = runner.invoke(app, [*base, "--by", "week"], env=no_config)
+    assert (bad.exit_code, bad.output) == (1, "agentsrc: --by must be model, project, day or agent\n")
