@@ -13,6 +13,7 @@ import base64
 import random
 import re
 import shutil
+import signal
 import string
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -490,6 +491,28 @@ def test_daemon_stopped_in_the_middle_is_a_clear_error_not_a_hang(
                     assert "agentsrc run" in answer
             d.start()
             assert len((await call("commands"))["commands"]) == 3  # back, same server
+
+    run(body)
+
+
+def test_a_daemon_that_stalls_is_a_timeout_not_a_hang(
+    daemon_factory: DaemonFactory, tmp_path: Path
+) -> None:
+    d, proj = start(daemon_factory, tmp_path)
+    results = Results()
+
+    async def body() -> None:
+        async with connect(d, proj, tmp_path / "mcp.log", "--timeout", "1") as client:
+            call = results.caller(client)
+            d.send_signal(signal.SIGSTOP)
+            try:
+                with anyio.fail_after(15):
+                    answer = await call("list_sessions")
+            finally:
+                d.send_signal(signal.SIGCONT)
+            assert isinstance(answer, ToolFailed)
+            assert "did not answer sessions.list within 1 s" in answer
+            assert len((await call("list_sessions"))["sessions"]) == 4
 
     run(body)
 

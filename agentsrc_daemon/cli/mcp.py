@@ -23,6 +23,9 @@ def mcp(
     all_projects: bool = typer.Option(
         False, "--all-projects", help="Answer about every project by default."
     ),
+    timeout: float = typer.Option(
+        20.0, "--timeout", min=0.1, help="Seconds to wait for the daemon's answer to a call."
+    ),
 ) -> None:
     """Serve the record to coding agents: an MCP server on stdio (read-only tools)."""
     if project is not None and all_projects:
@@ -39,4 +42,4 @@ def mcp(
     if not all_projects:
         start = str(project.absolute()) if project is not None else os.getcwd()
         scope = find_project_root(start) if project is None else start.rstrip("/") or "/"
-    serve(cfg.socket_path, scope)
+    serve(cfg.socket_path, scope, timeout)

@@ -206,9 +206,10 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
             "list (turn id, start, end, status, model), paged."
         ),
         session_log: (
-            "What happened in a session, turn by turn and step by step, in order: prompts, "
-            "assistant messages, tool calls and results, commands with exit codes, files read "
-            "and edited, errors, compactions, secret findings. Paged by steps."
+            "What happened in a session, turn by turn and step by step, in the order recorded: "
+            "prompts, assistant messages, tool calls and results, commands with exit codes, "
+            "files read and edited, errors, compactions, secret findings (which follow the "
+            "events they were found in). Paged by steps."
         ),
         file_history: (
             "Who read and who changed a file, newest first: each read or edit with its time, "
@@ -275,6 +276,6 @@ def _run(fn: Any, bridge: Bridge, **arguments: Any) -> CallToolResult:
                           structured_content=result)
 
 
-def serve(socket_path: Path, project: str | None) -> None:
+def serve(socket_path: Path, project: str | None, timeout: float) -> None:
     """Serve the tools over stdio until the client closes the stream."""
-    build_server(Bridge(socket_path, project)).run("stdio")
+    build_server(Bridge(socket_path, project, timeout)).run("stdio")
