@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from mcp.server.mcpserver import MCPServer
@@ -82,9 +82,15 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
 
     def search_history(
         query: Annotated[str, Field(min_length=1, description=(
-            "Words to find in prompts, assistant messages and commands (full-text search)."))],
+            "What to find (full-text): words (all must match), \"a phrase\", prefix*, AND, "
+            "OR, NOT, parentheses; identifiers match their parts (rate limiter finds "
+            "RateLimiter)."))],
         kind: Annotated[str | None, Field(description=(
-            "Only events of this kind, e.g. prompt, message, command."))] = None,
+            "Only hits of this kind: prompt, message, command, read, edit, tool_call, "
+            "title."))] = None,
+        order: Annotated[Literal["rank", "recent"], Field(description=(
+            "rank: best matches first (recent ones weigh more); recent: newest first."
+            ))] = "rank",
         agent: AgentFilter = None,
         session_id: SessionFilter = None,
         since: Since = None,
@@ -94,7 +100,7 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         limit: HitsLimit = 10,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.search_history, bridge, query=query, kind=kind, agent=agent,
+        return _run(T.search_history, bridge, query=query, kind=kind, order=order, agent=agent,
                     session_id=session_id, since=since, until=until, project=project,
                     all_projects=all_projects, limit=limit, cursor=cursor)
 
@@ -191,7 +197,7 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
     descriptions: dict[Callable[..., CallToolResult], str] = {
         search_history: (
             "Full-text search of the record of coding-agent sessions: prompts, assistant "
-            "messages, commands. Use it for 'what did we decide about X', 'when did we "
+            "messages, commands, paths read and edited, session titles. Use it for 'what did we decide about X', 'when did we "
             "discuss Y'. Hits, best first, with session id and title, event id, turn id, "
             "kind, time and a snippet; follow up with session_log or get_session."
         ),

@@ -587,28 +587,31 @@ def usage_summary(
 
 
 def search_history(
-    b: Bridge, *, query: str, kind: str | None, agent: str | None, session_id: str | None,
+    b: Bridge, *, query: str, kind: str | None, order: str, agent: str | None,
+    session_id: str | None,
     since: str | None, until: str | None, project: str | None, all_projects: bool,
     limit: int, cursor: str | None,
 ) -> dict[str, Any]:
     scope = b.scope(project, all_projects)
     with b.daemon() as d:
         sid = b.session_in_scope(d, session_id, scope)["id"] if session_id else None
-        filters = {"q": query, "kind": kind, "agent": agent, "session": sid, "since": since,
-                   "until": until, "project": scope.project}
+        filters = {"q": query, "kind": kind, "order": order, "agent": agent, "session": sid,
+                   "since": since, "until": until, "project": scope.project}
         pos = decode_cursor("search_history", filters, cursor) or {}
         if not isinstance(pos, dict):
             raise ToolCallError(BAD_CURSOR)
         daemon_cursor, skip = pos.get("c"), _position_int(pos.get("s"), 0)
         r = d.call("search.query", {
-            "q": query, "kind": kind, "agent": agent, "session": sid, "since": since,
+            "q": query, "kind": kind, "order": order, "agent": agent, "session": sid,
+            "since": since,
             "until": until, "project": None if sid else scope.project,
             "limit": limit, "cursor": daemon_cursor})
     hits = r.get("hits") or []
     items, by_size = fit([
         {"session_id": h.get("session_id"), "title": clip(h.get("title"), SHORT_CHARS),
-         "event_id": h.get("event_id"), "turn_id": h.get("turn_id"), "kind": h.get("kind"),
-         "ts": h.get("ts"), "snippet": clip(h.get("snippet")), "rank": h.get("rank")}
+         "agent": h.get("agent"), "event_id": h.get("event_id"), "turn_id": h.get("turn_id"),
+         "kind": h.get("kind"), "tool": h.get("tool"), "ts": h.get("ts"),
+         "snippet": clip(h.get("snippet")), "rank": h.get("rank")}
         for h in hits[skip:]
     ])
     if by_size:
