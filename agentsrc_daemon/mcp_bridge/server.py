@@ -60,7 +60,7 @@ def _limit(most: int, what: str) -> Any:
 HitsLimit = Annotated[int, _limit(50, "hits")]
 SessionsLimit = Annotated[int, _limit(100, "sessions")]
 TurnsLimit = Annotated[int, _limit(500, "turns")]
-StepsLimit = Annotated[int, _limit(200, "steps")]
+LogTurnsLimit = Annotated[int, _limit(50, "turns")]
 EventsLimit = Annotated[int, _limit(100, "reads and edits")]
 CommandsLimit = Annotated[int, _limit(100, "commands")]
 FindingsLimit = Annotated[int, _limit(100, "findings")]
@@ -127,7 +127,7 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
     def session_log(
         session_id: SessionId,
         all_projects: AllProjects = False,
-        limit: StepsLimit = 40,
+        limit: LogTurnsLimit = 5,
         cursor: Cursor = None,
     ) -> CallToolResult:
         return _run(T.session_log, bridge, session_id=session_id, all_projects=all_projects,
@@ -212,10 +212,9 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
             "list (turn id, start, end, status, model), paged."
         ),
         session_log: (
-            "What happened in a session, turn by turn and step by step, in the order recorded: "
-            "prompts, assistant messages, tool calls and results, commands with exit codes, "
-            "files read and edited, errors, compactions, secret findings (which follow the "
-            "events they were found in). Paged by steps."
+            "What happened in a session, turn by turn: each turn's prompt, its steps (files "
+            "read and edited, commands with exit code and duration, searches, sub-agents, "
+            "other tool calls), the answer, tokens and wall time. Paged by turns."
         ),
         file_history: (
             "Who read and who changed a file, newest first: each read or edit with its time, "

@@ -69,7 +69,9 @@ class Daemon:
         self.client = Client(socket_path, timeout=timeout)
         self.timeout = timeout
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
+    def call(self, method: str, params: dict[str, Any], optional: bool = False) -> Any:
+        """The daemon's answer; with ``optional``, None when it has no such method (an
+        older daemon)."""
         try:
             return self.client.call(method, {k: v for k, v in params.items() if v is not None})
         except DaemonNotRunning as exc:
@@ -80,6 +82,8 @@ class Daemon:
         except RemoteError as exc:
             if exc.code == -32602:
                 raise ToolCallError(f"the daemon refused the request: {exc.message}") from None
+            if exc.code == -32601 and optional:
+                return None
             if exc.code == -32601:
                 raise ToolCallError(
                     f"the agentsrc daemon has no method {method!r}, which this tool needs: "
@@ -399,33 +403,91 @@ def get_session(
                 next_cursor=encode_cursor("get_session", filters, offset + len(items)), head=head)
 
 
+MAX_TURN_STEPS = 60  # steps of one turn shown by session_log
+
+
+def _turn_step(step: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in step.items() if v is not None and k not in ("summary", "call_id")}
+    out["summary"] = clip(step.get("summary"), SHORT_CHARS)
+    return out
+
+
+def _turn(t: dict[str, Any]) -> dict[str, Any]:
+    steps = t.get("steps") or []
+    out = {
+        "turn_id": t.get("turn_id"),
+        "started_at": t.get("started_at"),
+        "ended_at": t.get("ended_at"),
+        "status": t.get("status"),
+        "wall_ms": t.get("wall_ms"),
+        "tokens": t.get("tokens"),
+        "prompt": clip(t.get("prompt")),
+        "steps": [_turn_step(x) for x in steps[:MAX_TURN_STEPS]],
+        "answer": clip(t.get("answer")),
+    }
+    if len(steps) > MAX_TURN_STEPS:
+        out["steps_cut"] = (
+            f"{len(steps) - MAX_TURN_STEPS} more steps of this turn not shown; commands and "
+            "file_history with session_id list them"
+        )
+    return out
+
+
 def session_log(
     b: Bridge, *, session_id: str, all_projects: bool, limit: int, cursor: str | None
 ) -> dict[str, Any]:
+    """The daemon's turns (sessions.turns: prompt, steps, answer, tokens, wall time), or
+    with a daemon that has none, the session's events grouped by turn."""
     scope = b.scope(None, all_projects)
     with b.daemon() as d:
         s = b.session_in_scope(d, session_id, scope)
         filters = {"session": s["id"]}
-        since_id = _position_int(decode_cursor("session_log", filters, cursor), 0)
-        r = d.call("events.list", {"session_id": s["id"], "kinds": LOG_KINDS,
-                                   "since_id": since_id, "limit": limit})
-    steps, by_size = fit([_step(e) for e in r["events"]])
+        pos = decode_cursor("session_log", filters, cursor) or {}
+        if not isinstance(pos, dict):
+            raise ToolCallError(BAD_CURSOR)
+        head = {"session_id": s["id"], "title": clip(s.get("title"), SHORT_CHARS)}
+        if pos.get("m") != "events":
+            after, skip = _position_int(pos.get("a"), 0), _position_int(pos.get("s"), 0)
+            r = d.call("sessions.turns", {"id": s["id"], "after_id": after, "limit": limit},
+                       optional=True)
+            if r is not None:
+                items, by_size = fit([_turn(t) for t in r["turns"][skip:]])
+                if by_size:
+                    nxt: dict[str, Any] = {"a": after, "s": skip + len(items)}
+                else:
+                    nxt = {"a": r.get("next_after_id"), "s": 0}
+                more = by_size or r.get("next_after_id") is not None
+                return page("turns", items, scope=scope, more=more, by_size=by_size,
+                            limit=limit, next_cursor=encode_cursor("session_log", filters, nxt),
+                            head=head)
+        return _events_log(d, s, scope, filters, head, pos, limit)
+
+
+def _events_log(
+    d: Daemon, s: dict[str, Any], scope: Scope, filters: dict[str, Any],
+    head: dict[str, Any], pos: dict[str, Any], limit: int,
+) -> dict[str, Any]:
+    """session_log from events.list: steps in the order recorded, grouped by turn; limit
+    counts steps."""
+    since_id = _position_int(pos.get("i"), 0)
+    r = d.call("events.list", {"session_id": s["id"], "kinds": LOG_KINDS,
+                               "since_id": since_id, "limit": limit * 4})
+    steps, by_size = fit([_step(e) for e in r["events"][: limit * 4]])
     more = by_size or r["next_since_id"] is not None
     turns: list[dict[str, Any]] = []
     events = {e["id"]: e for e in r["events"]}
     for step in steps:
         turn_id = events[step["id"]].get("turn_id")
         if not turns or turns[-1]["turn_id"] != turn_id:
+            if len(turns) == limit:  # limit counts turns here too
+                more = True
+                break
             turns.append({"turn_id": turn_id, "steps": []})
         turns[-1]["steps"].append(step)
-    next_pos = steps[-1]["id"] if steps else since_id
-    head = {"session_id": s["id"], "title": clip(s.get("title"), SHORT_CHARS)}
-    result = page("turns", turns, scope=scope, more=more, by_size=by_size, limit=limit,
-                  next_cursor=encode_cursor("session_log", filters, next_pos), head=head)
-    result["returned"] = len(steps)  # steps, not turns: what limit counts
-    if more:
-        result["note"] = result["note"].replace(f"{len(turns)} turns", f"{len(steps)} steps")
-    return result
+    last = turns[-1]["steps"][-1]["id"] if turns else since_id
+    return page("turns", turns, scope=scope, more=more, by_size=by_size, limit=limit,
+                next_cursor=encode_cursor("session_log", filters, {"m": "events", "i": last}),
+                head=head)
 
 
 def file_history(
