@@ -309,7 +309,7 @@ def test_every_tool_answers_from_the_record_with_exact_values(
             assert child["session"]["id"] == f"codex:{CODEX_C}"
             assert child["parent_session_id"] == f"codex:{CODEX_P}"
             parent = await call("get_session", session_id=f"codex:{CODEX_P}")
-            assert ids(parent["children"]) == [f"codex:{CODEX_C}"]
+            assert parent["children"] == [f"codex:{CODEX_C}"] and parent["children_count"] == 1
             a = await call("get_session", session_id=SID_A[:8])
             assert (a["session"]["prompts"], a["session"]["tool_calls"]) == (1, 3)
             assert a["session"]["tokens"]["input_tokens"] == 50

@@ -374,8 +374,8 @@ def get_session(
         offset = _position_int(decode_cursor("get_session", filters, cursor), 0)
         children = s.get("children")
         if children is None:  # a daemon without sessions.get's children: look them up
-            children = [x for x in d.call("sessions.list", {"limit": MAX_SESSIONS_SCAN})["sessions"]
-                        if x.get("parent_session_id") == s["id"]]
+            rows = d.call("sessions.list", {"limit": MAX_SESSIONS_SCAN})["sessions"]
+            children = [x["id"] for x in reversed(rows) if x.get("parent_session_id") == s["id"]]
     facts = _session_brief(s)
     facts.update(
         native_id=s.get("native_id"),
@@ -387,18 +387,16 @@ def get_session(
         kinds=s.get("kinds"),
         sources=[src.get("path") for src in (s.get("sources") or [])][:20],
     )
-    kids = [
-        {"id": c, "title": None} if isinstance(c, str)
-        else {"id": c.get("id"), "title": clip(c.get("title"), SHORT_CHARS),
-              "started_at": c.get("started_at")}
-        for c in children[:50]
-    ]
+    kids = [c if isinstance(c, str) else c.get("id") for c in children]
+    for link in ("known_from_replay", "copied_from", "copied_into"):
+        if s.get(link):
+            facts[link] = s[link][:20] if isinstance(s[link], list) else s[link]
     turns = s.get("turns") or []
     window = turns[offset : offset + limit]
     items, by_size = fit(window)
     more = by_size or len(turns) > offset + limit
     head = {"session": facts, "parent_session_id": s.get("parent_session_id"),
-            "children": kids, "turn_count": len(turns)}
+            "children": kids[:50], "children_count": len(kids), "turn_count": len(turns)}
     return page("turns", items, scope=scope, more=more, by_size=by_size, limit=limit,
                 next_cursor=encode_cursor("get_session", filters, offset + len(items)), head=head)
 
