@@ -7,7 +7,7 @@ own connection. Reads are short so checkpoints are never starved.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ SESSION_COLUMNS = (
     "id, agent, native_id, cwd, model, started_at, last_event_at, title, version, originator,"
     " source, model_provider, parent_session_id, prompts, messages, tool_calls, compactions,"
     " errors, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,"
-    " reasoning_tokens, total_tokens, project_root"
+    " reasoning_tokens, total_tokens, project_root, replayed_in, own_record"
 )
 _SESSION_NAMES = [c.strip() for c in SESSION_COLUMNS.split(",")]
 
@@ -114,6 +114,13 @@ class Reader:
     def _session_dict(self, row: Sequence[Any]) -> dict[str, Any]:
         d = dict(zip(_SESSION_NAMES, row, strict=True))
         sid = d["id"]
+        source = d.get("source")
+        if isinstance(source, str) and source.startswith("{"):
+            with suppress(orjson.JSONDecodeError):
+                d["source"] = orjson.loads(source)  # an object the agent wrote, as written
+        # A session known only through another session's copy of its history (a Codex
+        # resume replays its parent's): its own transcript was never read.
+        d["known_from_replay"] = d.pop("replayed_in") if not d.pop("own_record") else None
         sub = self.conn.execute(
             "SELECT COUNT(*) FROM session_subagents WHERE session_id=?", (sid,)
         ).fetchone()
@@ -214,6 +221,26 @@ class Reader:
                     (session_id,),
                 )
             ]
+            d["children"] = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT id FROM sessions WHERE parent_session_id=?"
+                    " ORDER BY COALESCE(started_at, ''), id",
+                    (session_id,),
+                )
+            ]
+            # Records this session holds copies of, owned (and counted) by another session
+            # (a resumed or forked history, a sub-agent's replay): shown, marked
+            # inherited, never counted here.
+            d["inherited"] = {
+                k: n
+                for k, n in self.conn.execute(
+                    "SELECT e.kind, COUNT(*) FROM event_copies c JOIN events e"
+                    " ON e.id = c.event_id WHERE c.session_id=? AND e.session_id != ?"
+                    " GROUP BY e.kind",
+                    (session_id, session_id),
+                )
+            }
             d["kinds"] = {
                 k: n
                 for k, n in self.conn.execute(
