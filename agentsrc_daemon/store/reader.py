@@ -17,6 +17,12 @@ import orjson
 from .batch import event_row_to_json
 from .schema import USAGE_FIELDS, connect
 from .where import Where
+from .where import finding_path_filter as _finding_path_filter
+
+
+def _finding_path(path: str) -> tuple[Any, ...]:
+    condition, args = _finding_path_filter(path)
+    return (condition, *args)
 
 EVENT_COLUMNS = (
     "e.id, e.session_id, e.kind, e.ts, e.turn_id, e.tool, e.call_id, e.subagent_id,"
@@ -350,7 +356,8 @@ class Reader:
         where.kind_in(["secret"])
         where.add("e.id > ?", since_id)
         where.scope(session_id=session_id, project=project, since_ts=since_ts)
-        where.path_matches(path)
+        if path:
+            where.add(*_finding_path(path))
         if secret_type:
             where.add("json_extract(e.data, '$.type') = ?", secret_type)
         sql = (
@@ -359,15 +366,23 @@ class Reader:
             " json_extract(e.data, '$.hash'), json_extract(e.data, '$.label'),"
             " json_extract(e.data, '$.of_kind'),"
             " (SELECT o.id FROM events o WHERE o.key_hash = unhex(json_extract(e.data, '$.of'))),"
-            f" e.adapter FROM events e{where.sql()} ORDER BY e.id LIMIT ?"
+            f" e.adapter, json_extract(e.data, '$.paths') FROM events e{where.sql()}"
+            " ORDER BY e.id LIMIT ?"
         )
         names = ("id", "session_id", "ts", "turn_id", "call_id", "tool", "subagent_id", "path",
-                 "type", "line", "hash", "label", "of_kind", "event_id", "agent")
+                 "type", "line", "hash", "label", "of_kind", "event_id", "agent", "paths")
         with self.snapshot():
-            return [
+            out = [
                 dict(zip(names, row, strict=True))
                 for row in self.conn.execute(sql, [*where.args, limit])
             ]
+        for f in out:
+            # The candidate paths of a finding in the output of a call that read several
+            # files; [path] (or []) otherwise.
+            f["paths"] = orjson.loads(f["paths"]) if f["paths"] else (
+                [f["path"]] if f["path"] else []
+            )
+        return out
 
     def findings_report(self, *, since_ts: str | None = None) -> dict[str, Any]:
         """Counts by type, session and project; sensitive reads; reads outside the
@@ -399,10 +414,15 @@ class Reader:
             for entry in by_session:
                 key = entry["project_root"] or entry["cwd"] or "(unknown)"
                 by_project[key] = by_project.get(key, 0) + entry["findings"]
+            # A sensitive read and the findings in what it read, whether the finding names
+            # the path alone or among the candidates of a call that read several files.
             sensitive = [
-                {"path": p, "reads": n, "sessions": ns, "last_ts": last}
-                for p, n, ns, last in self.conn.execute(
-                    "SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts) FROM events e"
+                {"path": p, "reads": n, "sessions": ns, "last_ts": last, "findings": nf}
+                for p, n, ns, last, nf in self.conn.execute(
+                    "SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts),"
+                    " (SELECT COUNT(*) FROM events f WHERE f.kind = 'secret' AND (f.path = e.path"
+                    " OR EXISTS (SELECT 1 FROM json_each(f.data, '$.paths') j"
+                    " WHERE j.value = e.path))) FROM events e"
                     f" WHERE e.kind = 'sensitive_read' {since} GROUP BY e.path ORDER BY 2 DESC",
                     args,
                 )
