@@ -312,6 +312,8 @@ def test_claude_copies_are_owned_by_the_data_not_the_order(tmp_path: Path) -> No
     assert original[0]["prompts"] == 2 and original[0]["tool_calls"] == 1  # + the aside
     assert resumed[0]["prompts"] == 1 and resumed[0]["tool_calls"] == 1
     assert resumed[5].get("prompt") == 1 and resumed[5].get("tool_call") == 1
+    shown = session(tmp_path / "0.sqlite", f"claude-code:{CR}")["inherited_turns"]
+    assert [(t["turn_id"], t["owner"]) for t in shown] == [("u1", f"claude-code:{CP}")]
 
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -69,6 +69,9 @@ def show(session: str, json: bool = typer.Option(False, "--json")) -> None:
         typer.echo(f"{'inherited:':<15}" + ", ".join(
             f"{k}={v}" for k, v in sorted(s["inherited"].items()))
             + " (copies of records another session owns; not counted here)")
+    for t in s.get("inherited_turns") or []:
+        typer.echo(f"{'inherited turn:':<15}{t['turn_id']} ({t['events']} events, owned by"
+                   f" {t['owner']})")
     for src in s["sources"]:
         typer.echo(f"{'source:':<15}{src['path']}{' (gone)' if src['gone'] else ''}")
 

@@ -247,6 +247,18 @@ class Reader:
                     (session_id, session_id),
                 )
             }
+            # The turns of this session's copies, as its own file has them (a resumed
+            # Claude session's first turns are the earlier conversation's).
+            d["inherited_turns"] = [
+                {"turn_id": t, "events": n, "owner": owner}
+                for t, n, owner in self.conn.execute(
+                    "SELECT c.turn_id, COUNT(*), MIN(e.session_id) FROM event_copies c"
+                    " JOIN events e ON e.id = c.event_id WHERE c.session_id=?"
+                    " AND e.session_id != ? AND c.turn_id IS NOT NULL"
+                    " GROUP BY c.turn_id ORDER BY MIN(e.ts), c.turn_id",
+                    (session_id, session_id),
+                )
+            ]
             d["kinds"] = {
                 k: n
                 for k, n in self.conn.execute(
