@@ -268,7 +268,9 @@ def _claude_snapshot(db: Path) -> dict[str, Any]:
         reader.close()
 
 
-def _ingest_with_restarts(db: Path, files: list[Path], home: Path, crashes: list[int]) -> None:
+def _ingest_with_restarts(
+    db: Path, files: list[Path], home: Path, crashes: list[int], adapter: str = "claude-code"
+) -> None:
     """Read the files in this order in small rounds; after the rounds numbered in
     ``crashes`` the daemon "dies" (what was committed stays, the rest is lost) and a new
     one starts from the store's cursors."""
@@ -281,7 +283,7 @@ def _ingest_with_restarts(db: Path, files: list[Path], home: Path, crashes: list
         ingestor.cursors.update(store.load_cursors())
         crashed = False
         while pending and not crashed:
-            spec = sources.SourceSpec(str(pending[0]), "claude-code", sources.JSONL, str(home))
+            spec = sources.SourceSpec(str(pending[0]), adapter, sources.JSONL, str(home))
             batch = Batch()
             rnd = ingestor.ingest(spec, batch, 200)
             rounds += 1
@@ -384,3 +386,22 @@ def test_review_subagent_is_linked_to_the_session_that_entered_review(
     assert child["parent_session_id"] == f"codex:{R_PARENT}"
     assert parent["children"] == [f"codex:{R_CHILD}"]
     assert session(db, f"codex:{R_OTHER}")["children"] == []
+
+
+@hypothesis.settings(max_examples=15, deadline=None)
+@hypothesis.given(
+    order=st.permutations([0, 1]),
+    crashes=st.lists(st.integers(min_value=1, max_value=16), max_size=4, unique=True),
+)
+def test_codex_replay_any_order_any_crash(order: list[int], crashes: list[int]) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ref_home, home = Path(tmp) / "ref", Path(tmp) / "run"
+        ref_files, files = _fixture(ref_home), _fixture(home)
+        ingest(Path(tmp) / "ref.sqlite", [("codex", f) for f in ref_files], ref_home)
+        _ingest_with_restarts(Path(tmp) / "run.sqlite", [files[i] for i in order], home,
+                              sorted(crashes), adapter="codex")
+        assert _claude_snapshot(Path(tmp) / "run.sqlite") == _claude_snapshot(
+            Path(tmp) / "ref.sqlite"
+        )
