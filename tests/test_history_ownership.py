@@ -316,6 +316,11 @@ def test_claude_copies_are_owned_by_the_data_not_the_order(tmp_path: Path) -> No
     assert resumed[5].get("prompt") == 1 and resumed[5].get("tool_call") == 1
     shown = session(tmp_path / "0.sqlite", f"claude-code:{CR}")["inherited_turns"]
     assert [(t["turn_id"], t["owner"]) for t in shown] == [("u1", f"claude-code:{CP}")]
+    # Linked by the data: the resumed session's parent is the session it holds copies of.
+    got = session(tmp_path / "0.sqlite", f"claude-code:{CR}")
+    assert (got["parent_session_id"], got["copied_from"]) == (f"claude-code:{CP}", [f"claude-code:{CP}"])
+    got = session(tmp_path / "0.sqlite", f"claude-code:{CP}")
+    assert got["children"] == got["copied_into"] == [f"claude-code:{CR}"]
 
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -259,6 +259,31 @@ class Reader:
                     (session_id, session_id),
                 )
             ]
+            # Links by the data, for agents whose files do not name them (a resumed or
+            # forked Claude Code session starts with copies of the earlier one's records):
+            # the sessions whose records this one holds copies of, and those holding
+            # copies of its records.
+            d["copied_from"] = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT e.session_id FROM event_copies c JOIN events e ON e.id = c.event_id"
+                    " WHERE c.session_id=? AND e.session_id != ? GROUP BY e.session_id"
+                    " ORDER BY MIN(e.ts), e.session_id",
+                    (session_id, session_id),
+                )
+            ]
+            d["copied_into"] = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT DISTINCT c.session_id FROM events e JOIN event_copies c"
+                    " ON c.event_id = e.id WHERE e.session_id=? AND c.session_id != ?"
+                    " ORDER BY 1",
+                    (session_id, session_id),
+                )
+            ]
+            if d["parent_session_id"] is None and d["copied_from"]:
+                d["parent_session_id"] = d["copied_from"][0]
+            d["children"] += [c for c in d["copied_into"] if c not in d["children"]]
             d["kinds"] = {
                 k: n
                 for k, n in self.conn.execute(
