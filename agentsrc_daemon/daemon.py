@@ -207,6 +207,10 @@ class Daemon:
                         same = c is not None and c.ino == st.st_ino
                         done = c.offset if c and same and spec.mode == sources.JSONL else 0
                         self.progress.bytes_total += max(0, st.st_size - done)
+        if os.environ.get("AGENTSRC_TEST_INGEST_ORDER") == "reverse":
+            # Test-only: read the backlog in reverse order (the ownership of records
+            # copied across sessions must not depend on it; tests/test_ownership_e2e.py).
+            self.pending = OrderedDict(reversed(self.pending.items()))
         for path, cursor in ingestor.cursors.items():
             if path not in seen and cursor.gone_at is None and path not in self.pending:
                 gone_spec = sources.classify(path, roots)

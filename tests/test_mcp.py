@@ -399,7 +399,7 @@ def test_every_tool_answers_from_the_record_with_exact_values(
             for f in found["findings"]:
                 assert re.fullmatch(r"[0-9a-f]{64}", f["hash"])
                 assert set(f) == {"id", "ts", "session_id", "turn_id", "type", "line", "path",
-                                  "label", "tool", "hash", "event_id"}
+                                  "paths", "label", "tool", "hash", "event_id"}
             assert [f["type"] for f in (await call("secret_findings", type="GitHub Token"))[
                 "findings"]] == ["GitHub Token"] * 2
             assert (await call("secret_findings", project=DEMO))["findings"] == []

@@ -607,6 +607,7 @@ def secret_findings(
     # Named fields only: a finding is a type, a place and a keyed hash, never a value.
     items, by_size = fit([
         {**_where(f), "type": f.get("type"), "line": f.get("line"), "path": f.get("path"),
+         "paths": (f.get("paths") or [])[:20],
          "label": f.get("label"), "tool": f.get("tool"), "hash": f.get("hash"),
          "event_id": f.get("event_id")}
         for f in r["findings"]
