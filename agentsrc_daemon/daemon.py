@@ -118,6 +118,9 @@ class Daemon:
         self._reload = threading.Event()
         self.exit_code = 0
         self._initial_done = False
+        # Until the first reconcile has counted the backlog, progress totals are not
+        # known yet: status says "starting" rather than catching up with zero totals.
+        self._counted = False
         self.scan_state: dict[str, Any] = {"enabled": False}
 
     # ---- start-up ----------------------------------------------------------------
@@ -241,6 +244,7 @@ class Daemon:
         try:
             self.reconcile()
             self._refresh_backlog(force=True)
+            self._counted = True
             self.notifier.ready(status="catching up" if self.pending else "live")
             self._loop()
         finally:
@@ -390,6 +394,8 @@ class Daemon:
         return lag
 
     def state(self) -> str:
+        if not self._counted:
+            return "starting"
         return "live" if self._initial_done and not self.pending else "catching_up"
 
     def status(self, reader: Reader) -> dict[str, Any]:
