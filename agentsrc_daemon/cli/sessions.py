@@ -58,6 +58,10 @@ def show(session: str, json: bool = typer.Option(False, "--json")) -> None:
         typer.echo(f"{key + ':':<15}{short(s.get(key), 100)}")
     typer.echo(f"{'tokens:':<15}" + ", ".join(f"{k}={v}" for k, v in s["tokens"].items()))
     typer.echo(f"{'turns:':<15}{len(s['turns'])}")
+    turns = call("sessions.turns", {"id": s["id"], "limit": 1000})["turns"]
+    for i, turn in enumerate(turns, 1):
+        first = (turn.get("prompt") or "").strip().split("\n", 1)[0]
+        typer.echo(f"  {i:>3}. {short(first, 100)}")
     for src in s["sources"]:
         typer.echo(f"{'source:':<15}{src['path']}{' (gone)' if src['gone'] else ''}")
 

@@ -10,7 +10,7 @@ import apsw
 
 from ..errors import SchemaTooNew
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
 WRITER_CACHE_KIB = 8 * 1024
 
@@ -134,6 +134,24 @@ MIGRATIONS: list[str] = [
     ALTER TABLE events ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
     UPDATE events SET data = CAST(json_remove(data, '$.parts') AS BLOB)
         WHERE kind = 'message' AND json_type(data, '$.parts') IS NOT NULL;
+    """,
+    # 4 -> 5: full-text search (store/search.py). A contentless FTS5 index whose rowid
+    # is the event's id (a session title's: minus its search_titles id), kept by the
+    # writer in the commit's transaction. The events already stored are indexed after
+    # the migration, in id-ranged chunks of their own transactions: counters
+    # 'search_target' (the last id stored before) and 'search_done' (the high-water mark).
+    """
+    CREATE VIRTUAL TABLE search_index USING fts5(
+        body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE search_titles (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL UNIQUE,
+        title TEXT
+    );
+    INSERT INTO counters(name, value)
+        SELECT 'search_target', COALESCE((SELECT MAX(id) FROM events), 0);
+    INSERT INTO counters(name, value) VALUES ('search_done', 0), ('search_titles_done', 0);
     """,
 ]
 
