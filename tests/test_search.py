@@ -252,6 +252,20 @@ def test_session_turns_read_back_step_by_step(store: Store, tmp_path: Path) -> N
     assert all("events_session" in p for p in plans if p.startswith(("SCAN", "SEARCH"))), plans
 
 
+def test_live_lines_name_the_session_and_summarize_the_step() -> None:
+    from agentsrc_daemon.cli.search import step_line
+    from agentsrc_daemon.cli.sessions import _live_line
+
+    ev_ = {"kind": "command", "session_id": "codex:abcdef123456", "ts": "2026-01-01T10:11:12Z",
+           "command": "pytest -q", "exit_code": 1, "duration_ms": 2500, "tool": "shell"}
+    line = _live_line(ev_, ("abcdef12", "/w/proj", "/w/proj/sub"))
+    assert line == "10:11:12  abcdef12  proj              $ pytest -q  [exit 1, 2.5s]"
+    assert step_line({"kind": "edit", "tool": "Write", "summary": "a.py", "op": "create",
+                      "depth": 1}) == "  Write a.py (create)"
+    assert step_line({"kind": "read", "summary": "x" * 300}).endswith("…")
+    assert len(step_line({"kind": "read", "summary": "x" * 300}, full=True)) == 305
+
+
 # ---- the real daemon ------------------------------------------------------------------
 
 
@@ -322,6 +336,9 @@ def test_a_planted_secret_is_never_a_hit(daemon_factory: DaemonFactory) -> None:
     assert d.call("search.query", {"q": secret})["hits"] == []
     assert d.call("search.query", {"q": secret[:8] + "*"})["hits"] == []
     assert d.call("search.query", {"q": "REDACTED"})["hits"]
+    tailed = d.cli("tail", "--since-id", "0", "--count", "1", "--kind", "prompt", "--agent", "claude-code",
+                   "--project", "/work/proj").stdout
+    assert "REDACTED" in tailed and secret not in tailed
 
 
 @pytest.mark.slow

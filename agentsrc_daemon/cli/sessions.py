@@ -99,12 +99,51 @@ def events(
         typer.echo(f"(more: --since-id {result['next_since_id']})", err=True)
 
 
+def _session_place(
+    cfg: Any, session_id: str, cache: dict[str, tuple[str, str | None, str | None]]
+) -> tuple[str, str | None, str | None]:
+    """(short id, project root, cwd) of a session, asked of the daemon once."""
+    if session_id not in cache:
+        from .output import call_daemon
+
+        try:
+            s = call_daemon(cfg, "sessions.get", {"id": session_id})["session"]
+            root, cwd = s.get("project_root"), s.get("cwd")
+        except typer.Exit:
+            root = cwd = None
+        cache[session_id] = (session_id.split(":", 1)[-1][:8], root, cwd)
+    return cache[session_id]
+
+
+def _live_line(ev: dict[str, Any], where: tuple[str, str | None, str | None] | None) -> str:
+    """A live event on a terminal: its session (short id, project) and the same one-line
+    step summary as `log`."""
+    from .search import step_line
+
+    short_id, root, cwd = where or (ev["session_id"][:8], None, None)
+    project = (root or cwd or "").rstrip("/").rsplit("/", 1)[-1]
+    kind = ev["kind"]
+    if kind in ("read", "edit", "command"):
+        step = {"kind": kind, "tool": ev.get("tool"), "op": ev.get("op"),
+                "summary": ev.get("rel_path") or ev.get("path") or ev.get("command") or "",
+                "exit_code": ev.get("exit_code"), "duration_ms": ev.get("duration_ms")}
+        detail = step_line(step)
+    elif kind in ("prompt", "message"):
+        detail = ("> " if kind == "prompt" else "< ") + short(ev.get("text"), 100)
+    else:
+        detail = f"{kind} {ev.get('tool') or ''}".rstrip()
+    when = (ev.get("ts") or "")[11:19]
+    return f"{when}  {short_id}  {short(project, 16):<16}  {detail}"
+
+
 @app.command()
 def tail(
     count: int = typer.Option(0, "--count", help="Stop after this many events (0: follow forever)."),
     since_id: int | None = typer.Option(None, "--since-id", help="Replay from this id first."),
     session: str | None = typer.Option(None, "--session"),
     kind: list[str] = typer.Option([], "--kind"),
+    project: str | None = typer.Option(None, "--project", help="Only this project (root or cwd)."),
+    agent: str | None = typer.Option(None, "--agent", help="Only this agent."),
     json: bool = typer.Option(False, "--json", help="NDJSON, one event per line."),
 ) -> None:
     """Follow live events as they are ingested."""
@@ -117,6 +156,8 @@ def tail(
     if kind:
         params["kinds"] = kind
     seen = 0
+    tty = sys.stdout.isatty()
+    places: dict[str, tuple[str, str | None, str | None]] = {}
     try:
         with reporting_daemon_errors(), Client(cfg.socket_path, timeout=None) as client:
             for msg in client.subscribe(params):
@@ -126,8 +167,16 @@ def tail(
                 if msg.get("method") != "event":
                     continue
                 ev = msg["params"]
+                if agent and ev.get("adapter") != agent:
+                    continue
+                where = _session_place(cfg, ev["session_id"], places) if (
+                    project or (tty and not json)) else None
+                if project and (where is None or project not in (where[1], where[2])):
+                    continue
                 if json:
                     sys.stdout.write(orjson.dumps(ev).decode() + "\n")
+                elif tty:
+                    typer.echo(_live_line(ev, where))
                 else:
                     typer.echo(_event_line(ev))
                 sys.stdout.flush()
