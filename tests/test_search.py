@@ -372,3 +372,54 @@ def test_kill_9_during_the_index_build_resumes(
     got = d.call("search.query", {"q": "the", "limit": 1000, "order": "recent"})["hits"]
     assert len(got) == expected
     assert len({h["event_id"] or h["session_id"] for h in got}) == expected
+
+
+def test_sessions_filters_sorts_and_pages(store: Store, tmp_path: Path) -> None:
+    from agentsrc_daemon.rpc.methods import sessions_list
+
+    for i in range(7):
+        sid = f"codex:p{i}"
+        commit(store, *[ev("tool_call", session=sid, tool="shell",
+                           ts=f"2026-02-0{i + 1}T00:00:00.000Z") for _ in range(i)],
+               ev("prompt", "zebra" if i % 2 else "yak", session=sid,
+                  ts=f"2026-02-0{i + 1}T00:00:00.000Z"),
+               facts=[E.SessionFacts(sid, "codex", f"p{i}", model="m1" if i < 3 else "m2",
+                                     cwd="/w/a" if i < 4 else "/w/b")])
+    r = Reader(tmp_path / "db")
+
+    def listed(**p: Any) -> list[str]:
+        return [s["id"] for s in sessions_list(r, {"limit": 100, **p})["sessions"]]
+
+    assert listed() == [f"codex:p{i}" for i in range(6, -1, -1)]
+    assert listed(sort="tools")[0] == "codex:p6"
+    assert listed(model="m1") == ["codex:p2", "codex:p1", "codex:p0"]
+    assert listed(cwd="/w/b") == ["codex:p6", "codex:p5", "codex:p4"]
+    assert listed(search="zebra") == ["codex:p5", "codex:p3", "codex:p1"]
+    assert listed(since="2026-02-05T00:00:00Z", until="2026-02-07T00:00:00Z") == [
+        "codex:p5", "codex:p4"]
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = sessions_list(r, {"limit": 3, "sort": "tools", **({"cursor": cursor} if cursor else {})})
+        seen.extend(s["id"] for s in page["sessions"])
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert sorted(seen) == sorted(listed()) and len(seen) == 7
+    with pytest.raises(RpcError, match="sort must be"):
+        sessions_list(r, {"sort": "size"})
+    plan = [str(row[3]) for row in r.conn.execute(
+        "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE id IN (SELECT COALESCE(e.session_id,"
+        " t.session_id) FROM search_index f LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+        " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
+        " WHERE search_index MATCH 'zebra')")]
+    assert not [p for p in plan if p.startswith("SCAN e")], plan
+
+
+def test_times_for_a_person() -> None:
+    from agentsrc_daemon.cli.sessions import local_time
+
+    assert local_time("2026-04-09T14:16:00.000Z", relative=True,
+                      now=1775744160.0 + 3 * 3600) == "3h ago"
+    assert len(local_time("2026-04-09T14:16:00.000Z")) == len("2026-04-09 14:16")
+    assert local_time(None) == ""

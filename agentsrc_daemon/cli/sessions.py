@@ -14,17 +14,53 @@ from .app import app, call, get_config
 from .output import EXIT_DROPPED, emit_json, fail, print_table, reporting_daemon_errors, short
 
 
+def local_time(ts: str | None, relative: bool = False, now: float | None = None) -> str:
+    """An ISO UTC time for a person: local, ``2026-04-09 14:16``, or ``3h ago``."""
+    if not ts:
+        return ""
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return ts
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    if relative:
+        import time
+
+        age = (now if now is not None else time.time()) - moment.timestamp()
+        for unit, seconds in (("d", 86400), ("h", 3600), ("m", 60)):
+            if age >= seconds:
+                return f"{int(age // seconds)}{unit} ago"
+        return "just now"
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 @app.command()
 def sessions(
     agent: str | None = typer.Option(None, help="codex, claude-code or muse."),
-    limit: int = typer.Option(50, help="At most this many, newest first."),
+    project: str | None = typer.Option(None, "--project", help="Project root (or cwd)."),
+    cwd: str | None = typer.Option(None, "--cwd", help="Started in this directory."),
+    since: str | None = typer.Option(None, "--since", help="Active since: 7d, 12h or ISO."),
+    until: str | None = typer.Option(None, "--until", help="Started before: 7d, 12h or ISO."),
+    model: str | None = typer.Option(None, "--model"),
+    search: str | None = typer.Option(None, "--search", help="Only sessions with a hit."),
+    sort: str = typer.Option("last", "--sort", help="last, started, tokens or tools."),
+    limit: int = typer.Option(50, help="At most this many."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The next page (printed)."),
+    relative: bool = typer.Option(False, "--relative", help="Times as '3h ago'."),
     json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Sessions, newest first."""
-    params: dict[str, Any] = {"limit": limit}
-    if agent:
-        params["agent"] = agent
-    result = call("sessions.list", params)["sessions"]
+    """Sessions, most recently active first (or --sort)."""
+    params: dict[str, Any] = {"limit": limit, "sort": sort}
+    for name, value in (("agent", agent), ("project", project), ("cwd", cwd),
+                        ("since", since), ("until", until), ("model", model),
+                        ("search", search), ("cursor", cursor)):
+        if value:
+            params[name] = value
+    page = call("sessions.list", params)
+    result = page["sessions"]
     if json:
         emit_json(result)
         return
@@ -32,7 +68,7 @@ def sessions(
         [
             [
                 s["id"][:48],
-                short(s.get("last_event_at"), 19),
+                local_time(s.get("last_event_at"), relative),
                 s.get("prompts"),
                 s.get("tool_calls"),
                 short(s.get("model"), 20),
@@ -43,6 +79,8 @@ def sessions(
         ],
         ["SESSION", "LAST EVENT", "PROMPTS", "TOOLS", "MODEL", "CWD", "TITLE"],
     )
+    if page.get("next_cursor"):
+        typer.echo(f"(more: --cursor {page['next_cursor']})", err=True)
 
 
 @app.command()

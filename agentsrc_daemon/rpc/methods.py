@@ -87,14 +87,38 @@ def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     if agent is not None and agent not in AGENTS:
         raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
     limit = _int_param(params, "limit", 50, 1)
-    return {
-        "sessions": reader.sessions(
+    sort = params.get("sort", "last")
+    if sort not in Reader.SESSION_SORTS:
+        raise RpcError(INVALID_PARAMS, f"sort must be one of {', '.join(Reader.SESSION_SORTS)}")
+    after: tuple[Any, str] | None = None
+    cursor = _str_param(params, "cursor")
+    if cursor:
+        c = _decode_cursor(cursor)
+        if c.get("sort") != sort or "k" not in c or not isinstance(c.get("i"), str):
+            raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned for this sort")
+        after = (c["k"], c["i"])
+    try:
+        rows = reader.sessions(
             agent=agent,
             limit=limit,
             cwd=_str_param(params, "cwd"),
             project=_str_param(params, "project"),
+            since_ts=_since(params),
+            until_ts=_until(params),
+            model=_str_param(params, "model"),
+            search=_str_param(params, "search"),
+            sort=sort,
+            after=after,
         )
-    }
+    except QuerySyntaxError as exc:
+        raise RpcError(INVALID_PARAMS, f"bad search query: {exc}") from None
+    next_cursor = None
+    if len(rows) == limit:
+        k, i = rows[-1]["_key"]
+        next_cursor = _encode_cursor({"sort": sort, "k": k, "i": i})
+    for r in rows:
+        del r["_key"]
+    return {"sessions": rows, "next_cursor": next_cursor}
 
 
 def sessions_get(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:

@@ -143,6 +143,13 @@ class Reader:
         }
         return d
 
+    SESSION_SORTS = {
+        "last": "COALESCE(last_event_at, started_at, '')",
+        "started": "COALESCE(started_at, '')",
+        "tokens": "total_tokens",
+        "tools": "tool_calls",
+    }
+
     def sessions(
         self,
         *,
@@ -150,7 +157,16 @@ class Reader:
         limit: int = 50,
         cwd: str | None = None,
         project: str | None = None,
+        since_ts: str | None = None,
+        until_ts: str | None = None,
+        model: str | None = None,
+        search: str | None = None,
+        sort: str = "last",
+        after: tuple[Any, str] | None = None,
     ) -> list[dict[str, Any]]:
+        """Sessions, by ``sort`` descending (then id), after the keyset ``after`` (the
+        last row's sort value and id). ``since``/``until``: active at or after / started
+        before. ``search``: sessions with a hit of that query (store/search.py)."""
         where = Where()
         if agent:
             where.add("agent=?", agent)
@@ -158,13 +174,35 @@ class Reader:
             where.add("cwd=?", cwd)
         if project:
             where.add("(project_root=? OR cwd=?)", project, project)
+        if since_ts:
+            where.add("COALESCE(last_event_at, started_at) >= ?", since_ts)
+        if until_ts:
+            where.add("COALESCE(started_at, last_event_at) < ?", until_ts)
+        if model:
+            where.add("model=?", model)
+        if search:
+            where.add(
+                "id IN (SELECT COALESCE(e.session_id, t.session_id) FROM search_index f"
+                " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+                " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
+                " WHERE search_index MATCH ?)",
+                compile_query(search),
+            )
+        key = self.SESSION_SORTS[sort]
+        if after is not None:
+            where.add(f"({key} < ? OR ({key} = ? AND id > ?))", after[0], after[0], after[1])
         sql = (
-            f"SELECT {SESSION_COLUMNS} FROM sessions{where.sql()}"
-            " ORDER BY COALESCE(last_event_at, started_at, '') DESC, id LIMIT ?"
+            f"SELECT {SESSION_COLUMNS}, {key} FROM sessions{where.sql()}"
+            f" ORDER BY {key} DESC, id LIMIT ?"
         )
         with self.snapshot():
             rows = list(self.conn.execute(sql, [*where.args, limit]))
-            return [self._session_dict(r) for r in rows]
+            out = []
+            for r in rows:
+                d = self._session_dict(r[:-1])
+                d["_key"] = (r[-1], d["id"])
+                out.append(d)
+            return out
 
     def resolve_session(self, ident: str) -> str | None:
         """Accept our id, the agent's native id, or a unique prefix of either."""
