@@ -59,6 +59,8 @@ class Store:
             secure_file(Path(str(db_path) + suffix))
         self._source_ids: dict[str, int] = {}
         self._search_done, self._search_target = self._search_progress()
+        # Off only to measure what the index costs (bench/run.py backfill-index).
+        self._index_on = os.environ.get("AGENTSRC_SEARCH_INDEX", "1") != "0"
 
     def close(self) -> None:
         self.conn.close()
@@ -221,6 +223,8 @@ class Store:
         return event_id > self._search_target or event_id <= self._search_done
 
     def _index_events(self, events: list[tuple[int, Row]]) -> None:
+        if not self._index_on:
+            return
         values = []
         for eid, r in events:
             if r.kind not in _INDEXED:
@@ -233,6 +237,8 @@ class Store:
 
     def _index_title(self, session_id: str) -> None:
         """A session's title, indexed under minus its search_titles id when it changed."""
+        if not self._index_on:
+            return
         row = self.conn.execute("SELECT title FROM sessions WHERE id=?", (session_id,)).fetchone()
         title = row[0] if row else None
         known = self.conn.execute(
