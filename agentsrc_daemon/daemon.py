@@ -33,6 +33,7 @@ from .ingest.workers import BackfillScheduler, WorkerRound
 from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
 from .store import Batch, Reader, Store
+from .store.writer import SEARCH_CHUNK_IDS
 from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -304,6 +305,13 @@ class Daemon:
                 self.progress.live_since = time.time()
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
+            if self.components.store.search_backlog():
+                # The search index of the events stored before it existed: one chunk
+                # (its own transaction) at a time, when no file is waiting.
+                self.components.store.build_search_step(
+                    int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
+                )
+                continue
             timeout = min(next_reconcile, next_root_check) - time.monotonic()
             if self.notifier.watchdog_every:
                 timeout = min(timeout, self.notifier.watchdog_every)
@@ -425,6 +433,7 @@ class Daemon:
             "data_dir": str(self.cfg.data_dir),
             "socket": str(self.cfg.socket_path),
             "scan": self.scan_state,
+            "search_index": reader.search_progress(),
         }
 
     def _status_line(self) -> str:
