@@ -33,6 +33,7 @@ from .ingest.workers import BackfillScheduler, WorkerRound
 from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
 from .store import Batch, Reader, Store
+from .store.writer import SEARCH_CHUNK_IDS
 from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -118,6 +119,9 @@ class Daemon:
         self._reload = threading.Event()
         self.exit_code = 0
         self._initial_done = False
+        # Until the first reconcile has counted the backlog, progress totals are not
+        # known yet: status says "starting" rather than catching up with zero totals.
+        self._counted = False
         self.scan_state: dict[str, Any] = {"enabled": False}
 
     # ---- start-up ----------------------------------------------------------------
@@ -241,6 +245,7 @@ class Daemon:
         try:
             self.reconcile()
             self._refresh_backlog(force=True)
+            self._counted = True
             self.notifier.ready(status="catching up" if self.pending else "live")
             self._loop()
         finally:
@@ -300,6 +305,13 @@ class Daemon:
                 self.progress.live_since = time.time()
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
+            if self.components.store.search_backlog():
+                # The search index of the events stored before it existed: one chunk
+                # (its own transaction) at a time, when no file is waiting.
+                self.components.store.build_search_step(
+                    int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
+                )
+                continue
             timeout = min(next_reconcile, next_root_check) - time.monotonic()
             if self.notifier.watchdog_every:
                 timeout = min(timeout, self.notifier.watchdog_every)
@@ -390,6 +402,8 @@ class Daemon:
         return lag
 
     def state(self) -> str:
+        if not self._counted:
+            return "starting"
         return "live" if self._initial_done and not self.pending else "catching_up"
 
     def status(self, reader: Reader) -> dict[str, Any]:
@@ -419,6 +433,7 @@ class Daemon:
             "data_dir": str(self.cfg.data_dir),
             "socket": str(self.cfg.socket_path),
             "scan": self.scan_state,
+            "search_index": reader.search_progress(),
         }
 
     def _status_line(self) -> str:

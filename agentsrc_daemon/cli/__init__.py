@@ -13,6 +13,7 @@ from __future__ import annotations
 # isort: off
 from . import daemon  # noqa: F401  run, status
 from . import sessions  # noqa: F401  sessions, show, events, tail, usage
+from . import search  # noqa: F401  search
 from . import files  # noqa: F401  reads, edits, commands, files
 from . import findings  # noqa: F401  findings, report
 from . import mcp  # noqa: F401  mcp

@@ -89,7 +89,8 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
             "Only hits of this kind: prompt, message, command, read, edit, tool_call, "
             "title."))] = None,
         order: Annotated[Literal["rank", "recent"], Field(description=(
-            "rank: best matches first (recent ones weigh more); recent: newest first."
+            "rank: best matches first (recent ones weigh more); recent: the most recently "
+            "recorded first."
             ))] = "rank",
         agent: AgentFilter = None,
         session_id: SessionFilter = None,
@@ -107,13 +108,24 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
     def list_sessions(
         project: Project = None,
         agent: AgentFilter = None,
-        since: Since = None,
+        since: Annotated[str | None, Field(description=(
+            "Only sessions active from this time on: a duration back from now (30m, 12h, 7d, "
+            "2w) or an ISO 8601 time."))] = None,
+        until: Annotated[str | None, Field(description=(
+            "Only sessions started before this time."))] = None,
+        search: Annotated[str | None, Field(min_length=1, description=(
+            "Only sessions with a full-text hit of this query (search_history's language)."
+            ))] = None,
+        sort: Annotated[Literal["last", "started", "tokens", "tools"], Field(description=(
+            "last: latest activity first; started: latest start first; tokens: most tokens "
+            "first; tools: most tool calls first."))] = "last",
         all_projects: AllProjects = False,
         limit: SessionsLimit = 20,
         cursor: Cursor = None,
     ) -> CallToolResult:
         return _run(T.list_sessions, bridge, project=project, agent=agent, since=since,
-                    all_projects=all_projects, limit=limit, cursor=cursor)
+                    until=until, search=search, sort=sort, all_projects=all_projects,
+                    limit=limit, cursor=cursor)
 
     def get_session(
         session_id: SessionId,
@@ -203,7 +215,7 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         ),
         list_sessions: (
             "List coding-agent sessions (Claude Code, Codex, Muse, Gemini CLI, Copilot CLI, "
-            "OpenCode), most recently active first: id, agent, title, project, model, times, "
+            "OpenCode), most recently active first (or by start, tokens, tool calls): id, agent, title, project, model, times, "
             "counts of prompts, tool calls and errors, tokens, parent session."
         ),
         get_session: (

@@ -24,11 +24,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -241,31 +239,6 @@ def page(
     return result
 
 
-# ---- times ----------------------------------------------------------------------------
-
-_DURATION = re.compile(r"^(\d+)([smhdw])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def iso_time(value: str, name: str = "since") -> str:
-    """A duration back from now (30m, 12h, 7d, 2w) or an ISO 8601 time, as the daemon
-    writes times (UTC, milliseconds, Z): what the daemon accepts, checked here for the
-    filters the bridge applies itself."""
-    m = _DURATION.match(value.strip())
-    if m:
-        moment = datetime.now(UTC) - timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
-    else:
-        try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise ToolCallError(
-                f"{name} must be a duration like 7d, 12h, 30m or an ISO 8601 time"
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 # ---- shaping --------------------------------------------------------------------------
 
 
@@ -344,24 +317,28 @@ def _failed(c: dict[str, Any]) -> bool:
 
 def list_sessions(
     b: Bridge, *, project: str | None, agent: str | None, since: str | None,
-    all_projects: bool, limit: int, cursor: str | None,
+    until: str | None, search: str | None, sort: str, all_projects: bool, limit: int,
+    cursor: str | None,
 ) -> dict[str, Any]:
     scope = b.scope(project, all_projects)
-    filters = {"project": scope.project, "agent": agent, "since": since}
-    offset = _position_int(decode_cursor("list_sessions", filters, cursor), 0)
-    since_ts = iso_time(since) if since else None
-    want = min(offset + limit + 1, MAX_SESSIONS_SCAN)
+    filters = {"project": scope.project, "agent": agent, "since": since, "until": until,
+               "search": search, "sort": sort}
+    pos = decode_cursor("list_sessions", filters, cursor) or {}
+    if not isinstance(pos, dict):
+        raise ToolCallError(BAD_CURSOR)
+    daemon_cursor, skip = pos.get("c"), _position_int(pos.get("s"), 0)
     with b.daemon() as d:
-        rows = d.call("sessions.list", {"limit": want, "agent": agent,
-                                        "project": scope.project, "since": since})["sessions"]
-    if since_ts:
-        # Newest first: the sessions active since then are a prefix of the list.
-        rows = [r for r in rows if (r.get("last_event_at") or r.get("started_at") or "") >= since_ts]
-    window = [_session_brief(r) for r in rows[offset : offset + limit]]
-    items, by_size = fit(window)
-    more = by_size or len(rows) > offset + limit
+        r = d.call("sessions.list", {
+            "limit": limit, "agent": agent, "project": scope.project, "since": since,
+            "until": until, "search": search, "sort": sort, "cursor": daemon_cursor})
+    items, by_size = fit([_session_brief(x) for x in r["sessions"][skip:]])
+    if by_size:
+        nxt: dict[str, Any] = {"c": daemon_cursor, "s": skip + len(items)}
+    else:
+        nxt = {"c": r.get("next_cursor"), "s": 0}
+    more = by_size or r.get("next_cursor") is not None
     return page("sessions", items, scope=scope, more=more, by_size=by_size, limit=limit,
-                next_cursor=encode_cursor("list_sessions", filters, offset + len(items)))
+                next_cursor=encode_cursor("list_sessions", filters, nxt))
 
 
 def get_session(

@@ -4,14 +4,19 @@ stream included: its params are checked here, by the same rules as events.list's
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from ..errors import RpcError
 from ..events import AGENTS, EVENT_KINDS
 from ..store import Reader
+from ..store.search import TITLE_KIND, QuerySyntaxError
 from .transport import INVALID_PARAMS, Handler, Subscription
 
 MAX_LIMIT = 10_000
@@ -101,14 +106,38 @@ def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     if agent is not None and agent not in AGENTS:
         raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
     limit = _int_param(params, "limit", 50, 1)
-    return {
-        "sessions": reader.sessions(
+    sort = params.get("sort", "last")
+    if sort not in Reader.SESSION_SORTS:
+        raise RpcError(INVALID_PARAMS, f"sort must be one of {', '.join(Reader.SESSION_SORTS)}")
+    after: tuple[Any, str] | None = None
+    cursor = _str_param(params, "cursor")
+    if cursor:
+        c = _decode_cursor(cursor)
+        if c.get("sort") != sort or "k" not in c or not isinstance(c.get("i"), str):
+            raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned for this sort")
+        after = (c["k"], c["i"])
+    try:
+        rows = reader.sessions(
             agent=agent,
             limit=limit,
             cwd=_str_param(params, "cwd"),
             project=_str_param(params, "project"),
+            since_ts=_since(params),
+            until_ts=_until(params),
+            model=_str_param(params, "model"),
+            search=_str_param(params, "search"),
+            sort=sort,
+            after=after,
         )
-    }
+    except QuerySyntaxError as exc:
+        raise RpcError(INVALID_PARAMS, f"bad search query: {exc}") from None
+    next_cursor = None
+    if len(rows) == limit:
+        k, i = rows[-1]["_key"]
+        next_cursor = _encode_cursor({"sort": sort, "k": k, "i": i})
+    for r in rows:
+        del r["_key"]
+    return {"sessions": rows, "next_cursor": next_cursor}
 
 
 def sessions_get(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -276,6 +305,107 @@ def subscribe_backlog(
     )
 
 
+def _until(params: dict[str, Any]) -> str | None:
+    value = _str_param(params, "until")
+    if not value:
+        return None
+    try:
+        return parse_since(value)
+    except RpcError:
+        raise RpcError(
+            INVALID_PARAMS, "until must be a duration like 7d, 12h, 30m or an ISO timestamp"
+        ) from None
+
+
+def _encode_cursor(value: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(value)).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, orjson.JSONDecodeError):
+        raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned") from None
+    if not isinstance(value, dict):
+        raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned")
+    return value
+
+
+def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    q = _str_param(params, "q", required=True)
+    assert q is not None
+    agent = _str_param(params, "agent")
+    if agent is not None and agent not in AGENTS:
+        raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+    kinds = params.get("kinds")
+    kind = params.get("kind")
+    if kind is not None:
+        kinds = [kind] if isinstance(kind, str) else kind
+    searchable = ("prompt", "message", "command", "read", "edit", "tool_call", TITLE_KIND)
+    if kinds is not None:
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise RpcError(INVALID_PARAMS, "kind must be a string or kinds a list of strings")
+        bad = [k for k in kinds if k not in searchable]
+        if bad:
+            raise RpcError(
+                INVALID_PARAMS, f"kind {bad[0]!r} is not searched", {"kinds": list(searchable)}
+            )
+    order = params.get("order", "rank")
+    if order not in ("rank", "recent"):
+        raise RpcError(INVALID_PARAMS, "order must be rank or recent")
+    limit = _int_param(params, "limit", 20, 1, 1000)
+    upto: int | None = None
+    now: str | None = None
+    after: tuple[float, int] | None = None
+    cursor = _str_param(params, "cursor")
+    if cursor:
+        c = _decode_cursor(cursor)
+        try:
+            upto, now, after = int(c["u"]), str(c["n"]), (float(c["s"]), int(c["i"]))
+        except (KeyError, TypeError, ValueError):
+            raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned") from None
+        if c.get("o", "rank") != order:
+            raise RpcError(INVALID_PARAMS, "cursor was returned for another order")
+    try:
+        result = reader.search(
+            q,
+            agent=agent,
+            project=_str_param(params, "project"),
+            session_id=_session(reader, params, "session" if "session" in params else "session_id"),
+            kinds=kinds,
+            since_ts=_since(params),
+            until_ts=_until(params),
+            limit=limit,
+            order=order,
+            upto=upto,
+            now=now,
+            after=after,
+        )
+    except QuerySyntaxError as exc:
+        raise RpcError(INVALID_PARAMS, f"bad search query: {exc}", {"q": q}) from None
+    hits = result["hits"]
+    next_cursor = None
+    if len(hits) == limit:
+        score, rid = hits[-1]["_key"]
+        next_cursor = _encode_cursor(
+            {"u": result["upto"], "n": result["now"], "o": order, "s": score, "i": rid}
+        )
+    for h in hits:
+        del h["_key"]
+    return {"hits": hits, "next_cursor": next_cursor}
+
+
+def sessions_turns(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    sid = _session(reader, params, "id" if "id" in params else "session_id")
+    if sid is None:
+        raise RpcError(INVALID_PARAMS, "id is required")
+    return reader.session_turns(
+        sid,
+        after_id=_int_param(params, "after_id", 0, 0, MAX_EVENT_ID),
+        limit=_int_param(params, "limit", 20, 1, 1000),
+    )
+
+
 def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handler]:
     return {
         "status": lambda reader, params: status(reader),
@@ -293,4 +423,6 @@ def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handl
         "documents.list": lambda reader, params: {"documents": reader.documents()},
         "findings.report": findings_report,
         "usage.summary": usage_summary,
+        "search.query": search_query,
+        "sessions.turns": sessions_turns,
     }
