@@ -76,7 +76,7 @@ def claude(sid: str, cwd: str, records: list[tuple[str, str, Any, dict[str, Any]
     lines = []
     for n, (uuid, kind, message, extra) in enumerate(records):
         rec = {"type": kind, "sessionId": sid, "uuid": uuid, "parentUuid": None,
-               "timestamp": f"2026-06-0{1 if sid == SID_A else 2}T10:00:{n:02d}.000Z",
+               "timestamp": f"2026-06-0{1 if sid == SID_A else 2}T10:{n // 60:02d}:{n % 60:02d}.000Z",
                "cwd": cwd, "version": "2.1.0", "isSidechain": False, "message": message,
                **extra}
         lines.append(orjson.dumps(rec) + b"\n")
@@ -561,7 +561,7 @@ def test_results_are_cut_to_fit_with_a_marker(
     proj = tmp_path / "big"
     (proj / ".git").mkdir(parents=True)
     records = [user("p", "go")]
-    for n in range(30):
+    for n in range(70):
         records.append(use(f"u{n}", f"t{n}", "Bash", {"command": f"echo {n} " + "x" * 3000}))
         records.append(result(f"r{n}", f"t{n}", "ok", stdout="ok", stderr="", exitCode=0))
     d_dir = home / ".claude" / "projects" / "-big"
@@ -569,7 +569,7 @@ def test_results_are_cut_to_fit_with_a_marker(
     (d_dir / f"{SID_A}.jsonl").write_bytes(claude(SID_A, str(proj), records))
     d = daemon_factory(home).start()
     d.wait_live()
-    wait_for(lambda: len(d.call("commands.list", {})["events"]) == 30)
+    wait_for(lambda: len(d.call("commands.list", {})["events"]) == 70)
     results = Results()
 
     async def body() -> None:
@@ -579,9 +579,14 @@ def test_results_are_cut_to_fit_with_a_marker(
             assert 1 <= page["returned"] < 30 and page["truncated"] is True
             assert "to keep this result small" in page["note"]
             first = page["commands"][0]["command"]
-            assert first.startswith("echo 29 ") and first.endswith("… [cut: 2008 more characters]")
+            assert first.startswith("echo 69 ") and first.endswith("… [cut: 2008 more characters]")
             every = await walk(call, "commands", "commands", limit=30)
-            assert [c["command"].split()[1] for c in every] == [str(n) for n in range(29, -1, -1)]
+            assert [c["command"].split()[1] for c in every] == [str(n) for n in range(69, -1, -1)]
+            # One turn of 70 steps: 60 shown, the rest said.
+            log = await call("session_log", session_id=SID_A)
+            (turn,) = log["turns"]
+            assert len(turn["steps"]) == 60 and turn["steps_cut"].startswith("10 more steps")
+            assert turn["steps"][0]["summary"].endswith("… [cut: 2807 more characters]")
 
     run(body)
     shutil.rmtree(proj, ignore_errors=True)

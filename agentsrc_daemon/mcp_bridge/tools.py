@@ -67,9 +67,7 @@ class Daemon:
         self.client = Client(socket_path, timeout=timeout)
         self.timeout = timeout
 
-    def call(self, method: str, params: dict[str, Any], optional: bool = False) -> Any:
-        """The daemon's answer; with ``optional``, None when it has no such method (an
-        older daemon)."""
+    def call(self, method: str, params: dict[str, Any]) -> Any:
         try:
             return self.client.call(method, {k: v for k, v in params.items() if v is not None})
         except DaemonNotRunning as exc:
@@ -80,8 +78,6 @@ class Daemon:
         except RemoteError as exc:
             if exc.code == -32602:
                 raise ToolCallError(f"the daemon refused the request: {exc.message}") from None
-            if exc.code == -32601 and optional:
-                return None
             if exc.code == -32601:
                 raise ToolCallError(
                     f"the agentsrc daemon has no method {method!r}, which this tool needs: "
@@ -266,48 +262,6 @@ def _where(e: dict[str, Any]) -> dict[str, Any]:
             "turn_id": e.get("turn_id")}
 
 
-def _step(e: dict[str, Any]) -> dict[str, Any]:
-    """One event of a session log, with the fields of its kind that say what happened."""
-    kind = e["kind"]
-    step: dict[str, Any] = {"id": e["id"], "ts": e.get("ts"), "kind": kind}
-    if e.get("tool"):
-        step["tool"] = e["tool"]
-    if e.get("subagent_id"):
-        step["subagent_id"] = e["subagent_id"]
-    if kind in ("prompt", "directive", "message"):
-        step["text"] = clip(e.get("text"))
-    elif kind == "tool_call":
-        step["call_id"] = e.get("call_id")
-        if e.get("input") is not None:
-            step["input"] = clip(orjson.dumps(e["input"]).decode(), SHORT_CHARS)
-    elif kind == "tool_result":
-        step["call_id"] = e.get("call_id")
-        for f in ("is_error", "exit_code", "output_chars", "interrupted"):
-            if e.get(f) is not None:
-                step[f] = e[f]
-    elif kind == "command":
-        step["command"] = clip(e.get("command"))
-        for f in ("exit_code", "interrupted", "is_error", "duration_ms"):
-            if e.get(f) is not None:
-                step[f] = e[f]
-    elif kind in ("read", "edit"):
-        step.update(path=e.get("path"), op=e.get("op"))
-    elif kind == "error":
-        step["message"] = clip(e.get("message"))
-    elif kind == "compaction":
-        step.update(trigger=e.get("trigger"), pre_tokens=e.get("pre_tokens"))
-    elif kind == "secret":
-        step.update(type=e.get("type"), line=e.get("line"), path=e.get("path"),
-                    hash=e.get("hash"))
-    elif kind == "turn_end":
-        step["status"] = e.get("status")
-    return step
-
-
-LOG_KINDS = ["prompt", "directive", "message", "tool_call", "tool_result", "command", "read",
-             "edit", "error", "compaction", "secret", "turn_end"]
-
-
 def _failed(c: dict[str, Any]) -> bool:
     return bool((c.get("exit_code") or 0) != 0 or c.get("interrupted") or c.get("is_error"))
 
@@ -411,8 +365,7 @@ def _turn(t: dict[str, Any]) -> dict[str, Any]:
 def session_log(
     b: Bridge, *, session_id: str, all_projects: bool, limit: int, cursor: str | None
 ) -> dict[str, Any]:
-    """The daemon's turns (sessions.turns: prompt, steps, answer, tokens, wall time), or
-    with a daemon that has none, the session's events grouped by turn."""
+    """The daemon's turns (sessions.turns): prompt, steps, answer, tokens, wall time."""
     scope = b.scope(None, all_projects)
     with b.daemon() as d:
         s = b.session_in_scope(d, session_id, scope)
@@ -420,49 +373,17 @@ def session_log(
         pos = decode_cursor("session_log", filters, cursor) or {}
         if not isinstance(pos, dict):
             raise ToolCallError(BAD_CURSOR)
-        head = {"session_id": s["id"], "title": clip(s.get("title"), SHORT_CHARS)}
-        if pos.get("m") != "events":
-            after, skip = _position_int(pos.get("a"), 0), _position_int(pos.get("s"), 0)
-            r = d.call("sessions.turns", {"id": s["id"], "after_id": after, "limit": limit},
-                       optional=True)
-            if r is not None:
-                items, by_size = fit([_turn(t) for t in r["turns"][skip:]])
-                if by_size:
-                    nxt: dict[str, Any] = {"a": after, "s": skip + len(items)}
-                else:
-                    nxt = {"a": r.get("next_after_id"), "s": 0}
-                more = by_size or r.get("next_after_id") is not None
-                return page("turns", items, scope=scope, more=more, by_size=by_size,
-                            limit=limit, next_cursor=encode_cursor("session_log", filters, nxt),
-                            head=head)
-        return _events_log(d, s, scope, filters, head, pos, limit)
-
-
-def _events_log(
-    d: Daemon, s: dict[str, Any], scope: Scope, filters: dict[str, Any],
-    head: dict[str, Any], pos: dict[str, Any], limit: int,
-) -> dict[str, Any]:
-    """session_log from events.list: steps in the order recorded, grouped by turn; limit
-    counts steps."""
-    since_id = _position_int(pos.get("i"), 0)
-    r = d.call("events.list", {"session_id": s["id"], "kinds": LOG_KINDS,
-                               "since_id": since_id, "limit": limit * 4})
-    steps, by_size = fit([_step(e) for e in r["events"][: limit * 4]])
-    more = by_size or r["next_since_id"] is not None
-    turns: list[dict[str, Any]] = []
-    events = {e["id"]: e for e in r["events"]}
-    for step in steps:
-        turn_id = events[step["id"]].get("turn_id")
-        if not turns or turns[-1]["turn_id"] != turn_id:
-            if len(turns) == limit:  # limit counts turns here too
-                more = True
-                break
-            turns.append({"turn_id": turn_id, "steps": []})
-        turns[-1]["steps"].append(step)
-    last = turns[-1]["steps"][-1]["id"] if turns else since_id
-    return page("turns", turns, scope=scope, more=more, by_size=by_size, limit=limit,
-                next_cursor=encode_cursor("session_log", filters, {"m": "events", "i": last}),
-                head=head)
+        after, skip = _position_int(pos.get("a"), 0), _position_int(pos.get("s"), 0)
+        r = d.call("sessions.turns", {"id": s["id"], "after_id": after or None, "limit": limit})
+    items, by_size = fit([_turn(t) for t in r["turns"][skip:]])
+    if by_size:  # the same page again, past the turns returned
+        nxt: dict[str, Any] = {"a": after, "s": skip + len(items)}
+    else:
+        nxt = {"a": r.get("next_after_id"), "s": 0}
+    more = by_size or r.get("next_after_id") is not None
+    return page("turns", items, scope=scope, more=more, by_size=by_size, limit=limit,
+                next_cursor=encode_cursor("session_log", filters, nxt),
+                head={"session_id": s["id"], "title": clip(s.get("title"), SHORT_CHARS)})
 
 
 def file_history(
