@@ -16,7 +16,7 @@ from .output import EXIT_DROPPED, emit_json, fail, print_table, reporting_daemon
 
 @app.command()
 def sessions(
-    agent: str | None = typer.Option(None, help="codex, claude-code or muse."),
+    agent: str | None = typer.Option(None, help="codex, claude-code, muse, gemini, copilot or opencode."),
     limit: int = typer.Option(50, help="At most this many, newest first."),
     json: bool = typer.Option(False, "--json"),
 ) -> None:
