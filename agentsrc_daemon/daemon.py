@@ -172,8 +172,13 @@ class Daemon:
             watcher=Watcher(self.cfg.watch_points(), self.dirty),
         )
         # Set before the server starts: its threads call status(), which reads them.
-        self.components.server.start()
         self.components.watcher.start(on_root_appeared=self._scan_root)
+        # The first reconcile before the socket answers, so status never reports a
+        # catch-up whose totals are not known yet (with six roots and their watch points
+        # that window was long enough to be seen).
+        self.reconcile()
+        self._refresh_backlog(force=True)
+        self.components.server.start()
         self.progress.started = time.monotonic()
         log.info(
             "started",
@@ -252,8 +257,6 @@ class Daemon:
             raise
         self._install_signals()
         try:
-            self.reconcile()
-            self._refresh_backlog(force=True)
             self.notifier.ready(status="catching up" if self.pending else "live")
             self._loop()
         finally:
