@@ -39,7 +39,7 @@ def local_time(ts: str | None, relative: bool = False, now: float | None = None)
 
 @app.command()
 def sessions(
-    agent: str | None = typer.Option(None, help="codex, claude-code or muse."),
+    agent: str | None = typer.Option(None, help="codex, claude-code, muse, gemini, copilot or opencode."),
     project: str | None = typer.Option(None, "--project", help="Project root (or cwd)."),
     cwd: str | None = typer.Option(None, "--cwd", help="Started in this directory."),
     since: str | None = typer.Option(None, "--since", help="Active since: 7d, 12h or ISO."),
