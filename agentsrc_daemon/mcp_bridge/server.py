@@ -49,7 +49,7 @@ SessionId = Annotated[str, Field(
 SessionFilter = Annotated[str | None, Field(
     min_length=1, description="Only this session (an id, native id or unique prefix).")]
 AgentFilter = Annotated[str | None, Field(
-    min_length=1, description="Only this agent's sessions: codex, claude-code, muse, ...")]
+    min_length=1, description="Only this agent's sessions: codex, claude-code, muse, gemini, copilot, opencode.")]
 
 
 def _limit(most: int, what: str) -> Any:
