@@ -52,6 +52,8 @@ from .common import as_int as _int
 from .common import first_line as common_first_line
 from .common import nonempty_str as _str
 from .common import normalize_ts, seconds_to_ms, summarize_input, text_of
+from .common import remember_bounded as _remember
+from .common import state_table as _table
 
 NAME = "claude-code"
 
@@ -136,20 +138,6 @@ _AGENT_FILE = re.compile(r"agent-([A-Za-z0-9_-]+)\.jsonl")
 
 
 
-def _remember(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
-    """Insert into a bounded table, dropping the oldest entries past ``cap``."""
-    table.pop(key, None)
-    table[key] = value
-    while len(table) > cap:
-        del table[next(iter(table))]
-
-
-def _table(state: dict[str, Any], name: str) -> dict[str, Any]:
-    table = state.get(name)
-    if not isinstance(table, dict):
-        table = {}
-        state[name] = table
-    return table
 
 
 def first_line(text: str, limit: int = MAX_TITLE_CHARS) -> str:

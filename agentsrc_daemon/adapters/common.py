@@ -199,3 +199,22 @@ def stable_digest(value: Any, size: int = 8) -> str:
     except TypeError:  # orjson.JSONEncodeError
         raw = json.dumps(value, sort_keys=True, default=repr).encode("utf-8", "surrogatepass")
     return hashlib.blake2b(raw, digest_size=size).hexdigest()
+
+
+def state_table(state: dict[str, Any], name: str) -> dict[str, Any]:
+    """The dict ``state[name]`` of an adapter's per-file state, created when missing (or
+    not a dict: a state persisted by an older version)."""
+    table = state.get(name)
+    if not isinstance(table, dict):
+        table = {}
+        state[name] = table
+    return table
+
+
+def remember_bounded(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
+    """Insert into a bounded table, dropping the oldest entries past ``cap``: per-file
+    state is persisted with the cursor on every commit, so it must stay small."""
+    table.pop(key, None)
+    table[key] = value
+    while len(table) > cap:
+        del table[next(iter(table))]

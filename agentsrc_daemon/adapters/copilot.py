@@ -59,6 +59,8 @@ from .common import as_count, first_line, normalize_ts, stable_digest, summarize
 from .common import as_dict as _dict
 from .common import nonempty_str as _str
 from .common import parse_arguments as _parse_arguments
+from .common import remember_bounded as _remember
+from .common import state_table as _table
 
 NAME = "copilot"
 STATE_SCHEMA = 1
@@ -215,19 +217,6 @@ def _native_from_path(source_path: str) -> str:
     return base.rsplit(".", 1)[0] if "." in base else base or "unknown"
 
 
-def _table(state: dict[str, Any], name: str) -> dict[str, Any]:
-    table = state.get(name)
-    if not isinstance(table, dict):
-        table = {}
-        state[name] = table
-    return table
-
-
-def _remember(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
-    table.pop(key, None)
-    table[key] = value
-    while len(table) > cap:
-        del table[next(iter(table))]
 
 
 def _fresh_state(source_path: str) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from .common import as_int as _int
 from .common import first_line as common_first_line
 from .common import nonempty_str as _str
 from .common import normalize_ts, parse_arguments, summarize_input, text_of
+from .common import state_table as _table
 
 NAME = "muse"
 
@@ -78,13 +79,6 @@ _EPOCH = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
 
-
-def _table(state: dict[str, Any], name: str) -> dict[str, Any]:
-    table = state.get(name)
-    if not isinstance(table, dict):
-        table = {}
-        state[name] = table
-    return table
 
 
 def is_directive_source(source: str | None) -> bool:

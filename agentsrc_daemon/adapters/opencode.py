@@ -59,6 +59,8 @@ from ..events import (
 from .common import as_count, as_int, first_line, normalize_ts, summarize_input
 from .common import as_dict as _dict
 from .common import nonempty_str as _str
+from .common import remember_bounded as _remember
+from .common import state_table as _table
 
 NAME = "opencode"
 
@@ -116,20 +118,6 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _remember(table: dict[str, Any], key: str, value: Any, cap: int) -> None:
-    """Insert into a bounded table, dropping the oldest entries past ``cap``."""
-    table.pop(key, None)
-    table[key] = value
-    while len(table) > cap:
-        del table[next(iter(table))]
-
-
-def _table(state: dict[str, Any], name: str) -> dict[str, Any]:
-    table = state.get(name)
-    if not isinstance(table, dict):
-        table = {}
-        state[name] = table
-    return table
 
 
 def _entry(state: dict[str, Any], name: str, key: str) -> dict[str, Any]:
