@@ -101,10 +101,16 @@ def _session(reader: Reader, params: dict[str, Any], name: str = "session_id") -
     return resolved
 
 
-def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+def _agent_param(params: dict[str, Any]) -> str | None:
+    """The ``agent`` filter: one of the agents agentsrc reads, or None."""
     agent = _str_param(params, "agent")
     if agent is not None and agent not in AGENTS:
         raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+    return agent
+
+
+def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    agent = _agent_param(params)
     limit = _int_param(params, "limit", 50, 1)
     sort = params.get("sort", "last")
     if sort not in Reader.SESSION_SORTS:
@@ -193,9 +199,7 @@ def _since(params: dict[str, Any], name: str = "since") -> str | None:
 
 def _file_events(kind: str) -> Handler:
     def handler(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
-        agent = _str_param(params, "agent")
-        if agent is not None and agent not in AGENTS:
-            raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+        agent = _agent_param(params)
         limit = _int_param(params, "limit", 100, 1)
         before_id, newest_first = _order(params)
         events = reader.file_events(
@@ -263,9 +267,7 @@ def findings_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def usage_summary(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
-    agent = _str_param(params, "agent")
-    if agent is not None and agent not in AGENTS:
-        raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+    agent = _agent_param(params)
     return reader.usage_summary(
         since_ts=_since(params),
         until_ts=_since(params, "until"),
@@ -334,9 +336,7 @@ def _decode_cursor(cursor: str) -> dict[str, Any]:
 def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     q = _str_param(params, "q", required=True)
     assert q is not None
-    agent = _str_param(params, "agent")
-    if agent is not None and agent not in AGENTS:
-        raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+    agent = _agent_param(params)
     kinds = params.get("kinds")
     kind = params.get("kind")
     if kind is not None:
