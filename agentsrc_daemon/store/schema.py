@@ -10,7 +10,7 @@ import apsw
 
 from ..errors import SchemaTooNew
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
 WRITER_CACHE_KIB = 8 * 1024
 
@@ -134,6 +134,46 @@ MIGRATIONS: list[str] = [
     ALTER TABLE events ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
     UPDATE events SET data = CAST(json_remove(data, '$.parts') AS BLOB)
         WHERE kind = 'message' AND json_type(data, '$.parts') IS NOT NULL;
+    """,
+    # 4 -> 5: the ClickHouse sink (store/sink.py, docs/team.md). Its position: the last
+    # event id the server acknowledged, per target. Two change feeds, filled by triggers
+    # only while a sink is configured (a sink_state row exists): sessions whose row
+    # changed (counters, titles...) and events whose data a higher revision replaced.
+    # A feed entry is deleted and inserted again on each change, so its seq only grows:
+    # the sink deletes the entries up to the seq it pushed, never a later change.
+    """
+    CREATE TABLE sink_state (
+        target TEXT PRIMARY KEY,            -- url (no credentials), database, labels, level
+        hwm INTEGER NOT NULL DEFAULT 0,     -- the last event id the server acknowledged
+        session_version INTEGER NOT NULL DEFAULT 0,  -- the last sessions row version sent
+        acked_at TEXT
+    ) WITHOUT ROWID;
+    CREATE TABLE sink_sessions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE sink_revised (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id INTEGER NOT NULL UNIQUE
+    );
+    CREATE TRIGGER sink_session_inserted AFTER INSERT ON sessions
+        WHEN EXISTS (SELECT 1 FROM sink_state)
+    BEGIN
+        DELETE FROM sink_sessions WHERE session_id = NEW.id;
+        INSERT INTO sink_sessions(session_id) VALUES (NEW.id);
+    END;
+    CREATE TRIGGER sink_session_updated AFTER UPDATE ON sessions
+        WHEN EXISTS (SELECT 1 FROM sink_state)
+    BEGIN
+        DELETE FROM sink_sessions WHERE session_id = NEW.id;
+        INSERT INTO sink_sessions(session_id) VALUES (NEW.id);
+    END;
+    CREATE TRIGGER sink_event_revised AFTER UPDATE OF data ON events
+        WHEN EXISTS (SELECT 1 FROM sink_state)
+    BEGIN
+        DELETE FROM sink_revised WHERE event_id = NEW.id;
+        INSERT INTO sink_revised(event_id) VALUES (NEW.id);
+    END;
     """,
 ]
 
