@@ -182,14 +182,14 @@ class ClickHouseServer:
 
 class Proxy:
     """A TCP proxy to the server. ``down()`` refuses connections and cuts the open
-    ones; ``up()`` listens again on the same port; ``swallow`` drops the server's
-    answers (the request still reaches it)."""
+    ones; ``up()`` listens again on the same port. ``answers_left``: when set, only
+    that many more answers of the server are passed on, later ones are dropped (their
+    requests still reach the server)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = free_port()
-        self.swallow = threading.Event()
-        self.forwarded = threading.Event()  # set when a request has been forwarded
+        self.answers_left: int | None = None
         self._listener: socket.socket | None = None
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -211,6 +211,9 @@ class Proxy:
     def down(self) -> None:
         s, self._listener = self._listener, None
         if s is not None:
+            # shutdown wakes the accept() blocked on it; close alone would not (Linux).
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
             s.close()
         with self._lock:
             conns, self._conns = self._conns, []
@@ -246,10 +249,10 @@ class Proxy:
                 data = src.recv(1 << 16)
                 if not data:
                     break
-                if answers and self.swallow.is_set():
-                    continue
-                if not answers:
-                    self.forwarded.set()
+                if answers and self.answers_left is not None:
+                    if self.answers_left <= 0:
+                        continue
+                    self.answers_left -= data.count(b"HTTP/1.1 ")
                 dst.sendall(data)
         except OSError:
             pass
