@@ -15,6 +15,7 @@ supports refuses a null for a column that is not Nullable.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,8 +69,8 @@ def _usage(field: str) -> tuple[str, str]:
     return (field, _when("'usage'", _jn(field), "0"))
 
 
-# The events row: (ClickHouse column, SQL expression). Parameters :host, :user, :text
-# (1 at level "text"). Text (prompts, answers, error messages) only at level text; tool
+# The events row: (ClickHouse column, SQL expression). Parameters :host, :user,
+# :pushed_at (the time of sending), :text (1 at level "text"). Text (prompts, answers, error messages) only at level text; tool
 # inputs and outputs never (only a command's line, a file's path, an output's size).
 EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("host", ":host"),
@@ -115,6 +116,7 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("text_chars", _when(_TEXT_KINDS, f"COALESCE(CAST({_j('text_chars')} AS INTEGER),"
                                       f" length({_j('text')}), 0)", "0")),
     ("revision", "e.revision"),
+    ("pushed_at", ":pushed_at"),
 )
 
 # The findings row (secret events): type, keyed hash, where; never the value.
@@ -138,6 +140,7 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("of_kind", _jt("of_kind")),
     ("of_key", f"lower({_jt('of')})"),
     ("revision", "e.revision"),
+    ("pushed_at", ":pushed_at"),
 )
 
 # The sessions row; :version orders a session's successive rows (ReplacingMergeTree).
@@ -172,6 +175,7 @@ SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("total_tokens", "s.total_tokens"),
     ("subagents", "(SELECT COUNT(*) FROM session_subagents sa WHERE sa.session_id = s.id)"),
     ("version", ":version"),
+    ("pushed_at", ":pushed_at"),
 )
 
 
@@ -322,7 +326,10 @@ class SinkFeed:
         """The rows after ``pos``, up to ``max_rows`` events (and their findings) or
         ``max_bytes`` of JSON; then revised events and changed sessions. ``version`` is
         the version the sessions rows carry."""
-        params = {"host": host, "user": user, "text": 1 if text else 0}
+        # pushed_at: sent, not defaulted by the server (18.16 fills an omitted column of
+        # JSONEachRow with the type's zero, not its DEFAULT expression).
+        params = {"host": host, "user": user, "text": 1 if text else 0,
+                  "pushed_at": int(time.time())}
         work = Work()
         upto = Position(pos.target, pos.hwm, pos.session_version, pos.sessions_seq,
                         pos.revised_seq)
