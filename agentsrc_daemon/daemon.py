@@ -196,7 +196,13 @@ class Daemon:
         from .sink.pusher import Pusher
 
         position = sink_store.open_target(store.conn, self.cfg.sink.target())
-        pusher = Pusher(self.cfg.sink, self.cfg.db_path, position, on_ack=self.dirty.wakeup.set)
+        pusher = Pusher(
+            self.cfg.sink,
+            self.cfg.db_path,
+            position,
+            on_ack=self.dirty.wakeup.set,
+            busy=lambda: self.state() != "live",
+        )
         pusher.start()
         return pusher
 

@@ -34,6 +34,10 @@ from .http import ClickHouse, ClickHouseError, Unreachable, redact_url
 
 log = structlog.get_logger("agentsrc.sink")
 
+# While the daemon catches up (a backfill), the sink works at most a quarter of the
+# time: after each push it pauses three times as long as the push took. Ingest keeps
+# the cores; the backlog goes out once the daemon is live, at full speed.
+BACKFILL_YIELD = 3.0
 HEARTBEAT_S = 30.0  # idle: look at the server this often (status says whether it answers)
 BACKOFF_FIRST_S = 0.5
 TABLES = ("events", "findings", "sessions")
@@ -54,12 +58,15 @@ class Pusher:
         *,
         on_ack: Callable[[], None] = lambda: None,
         client_factory: Callable[[SinkConfig], ClickHouse] | None = None,
+        busy: Callable[[], bool] = lambda: False,
     ) -> None:
         self.cfg = cfg
         self.db_path = db_path
         self._pos = position  # acknowledged (in memory; the daemon persists it)
         self._on_ack = on_ack
         self._client_factory = client_factory or _client
+        self._busy = busy  # is ingest catching up?
+        self._pause_until = 0.0
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -166,6 +173,9 @@ class Pusher:
         if now < self._retry_at:
             self._stop.wait(self._retry_at - now)
             return
+        if now < self._pause_until:
+            self._stop.wait(self._pause_until - now)
+            return
         if not self._last_full:
             self._wake.wait(HEARTBEAT_S)
             rest = self._last_push + self.cfg.flush_interval - time.monotonic()
@@ -173,6 +183,7 @@ class Pusher:
                 self._stop.wait(rest)  # coalesce what commits meanwhile into one insert
 
     def _cycle(self, feed: feed_sql.SinkFeed) -> None:
+        started = time.monotonic()
         with self._lock:
             self._wake.clear()
             taken, self._pending_since = self._pending_since, None
@@ -206,6 +217,9 @@ class Pusher:
             self._failed(exc, taken)
             return
         self._succeeded(work)
+        if not work.empty() and self._busy():
+            now = time.monotonic()
+            self._pause_until = now + BACKFILL_YIELD * (now - started)
 
     def _ready(self) -> ClickHouse:
         if self._client is None:

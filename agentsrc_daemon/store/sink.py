@@ -183,14 +183,49 @@ def _json_object(columns: tuple[tuple[str, str], ...]) -> str:
     return "json_object(" + ", ".join(f"'{name}', {expr}" for name, expr in columns) + ")"
 
 
+# The columns every event row has; the others only for the kinds they describe. A
+# column a row omits takes its type's zero ('' or 0; NULL for exit_code) on the server:
+# rows are half as long, cheaper to build, send and parse.
+_COMMON = ("host", "user", "key", "id", "session_id", "agent", "kind", "ts", "ts_ms", "turn_id",
+           "tool", "call_id", "subagent_id", "revision", "pushed_at")
+_RUN = ("exit_code", "failed", "interrupted", "is_error", "duration_ms")
+_FILE = ("path", "rel_path", "project_root", "external", "op")
+KIND_COLUMNS: dict[str, tuple[str, ...]] = {
+    "usage": ("model", "input_tokens", "output_tokens", "cache_read_tokens",
+              "cache_creation_tokens", "reasoning_tokens", "total_tokens"),
+    "command": ("command", "cwd", *_RUN),
+    "tool_result": (*_RUN, "output_chars"),
+    "read": _FILE,
+    "edit": _FILE,
+    "sensitive_read": _FILE,
+    "secret": ("path", "secret_type"),
+    "prompt": ("text", "text_chars"),
+    "message": ("text", "text_chars"),
+    "error": ("error_type", "text"),
+    "turn_end": ("status",),
+}
+
+
+def _event_object() -> str:
+    by_name = dict(EVENT_COLUMNS)
+    common = [(n, by_name[n]) for n in _COMMON]
+    branches = " ".join(
+        f"WHEN '{kind}' THEN {_json_object(tuple(common + [(n, by_name[n]) for n in extra]))}"
+        for kind, extra in KIND_COLUMNS.items()
+    )
+    # Other kinds carry a path when they have one (a derived event of another kind).
+    rest = _json_object(tuple(common + [("path", by_name["path"])]))
+    return f"CASE e.kind {branches} ELSE {rest} END"
+
+
 # Events with their data as text, ``d`` (see _j).
 _FROM = "(SELECT *, CAST(data AS TEXT) AS d FROM events {where}) e"
 _EVENTS_AFTER = (
-    f"SELECT e.id, e.kind, {_json_object(EVENT_COLUMNS)} FROM "
+    f"SELECT e.id, e.kind, {_event_object()} FROM "
     + _FROM.format(where="WHERE id > :after ORDER BY id LIMIT :limit")
 )
 _EVENTS_REVISED = (
-    f"SELECT r.seq, e.id, e.kind, {_json_object(EVENT_COLUMNS)} FROM sink_revised r JOIN "
+    f"SELECT r.seq, e.id, e.kind, {_event_object()} FROM sink_revised r JOIN "
     + _FROM.format(where="")
     + " ON e.id = r.event_id WHERE r.seq > :after ORDER BY r.seq LIMIT :limit"
 )
