@@ -4,6 +4,12 @@ back-off, and the versioned schema on the real server."""
 
 from __future__ import annotations
 
+import base64
+import http.server
+import shutil
+import ssl
+import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -246,3 +252,48 @@ def test_schema_init_is_idempotent_and_versioned(clickhouse: ClickHouseServer, c
     assert engines == {"events": "ReplacingMergeTree", "findings": "ReplacingMergeTree",
                        "sessions": "ReplacingMergeTree", "agentsrc_schema": "MergeTree"}
     client.close()
+
+
+# ---- TLS --------------------------------------------------------------------------------
+
+
+def test_https_is_verified_against_the_configured_ca(tmp_path: Path) -> None:
+    """An https URL: TLS with the server's certificate verified (a private CA file
+    trusts it; the system's CAs do not), the credentials in the request."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+         "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.append(self.headers.get("Authorization", ""))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"1\n")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}"
+    try:
+        trusted = ClickHouse(url, user="writer", password="pw", ca_file=cert, timeout=10)
+        assert trusted.query("SELECT 1") == b"1\n"
+        trusted.close()
+        assert seen == ["Basic " + base64.b64encode(b"writer:pw").decode()]
+        untrusted = ClickHouse(url, timeout=10)
+        with pytest.raises(Unreachable, match="CERTIFICATE_VERIFY_FAILED"):
+            untrusted.query("SELECT 1")
+    finally:
+        server.shutdown()

@@ -388,15 +388,18 @@ class SinkFeed:
             # Revised events: those pushed before (id <= pos.hwm) go again with their
             # latest data; a later one goes (or went, just above) with the latest data
             # read in this same transaction.
+            revised = 0
             for seq, eid, kind, row in self.conn.execute(
                 _EVENTS_REVISED, {**params, "after": pos.revised_seq, "limit": max_rows}
             ):
+                revised += 1
                 upto.revised_seq = seq
                 if eid <= pos.hwm:
                     work.events.append(row)
                     work.nbytes += len(row) + 1
                     if kind == "secret":
                         secret_ids.append(eid)
+            work.full = work.full or revised >= max_rows
             if secret_ids:
                 work.findings = [
                     r for (r,) in self.conn.execute(
