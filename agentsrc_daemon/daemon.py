@@ -459,7 +459,7 @@ class Daemon:
         sink = self.components.sink
         if sink is None:
             return {"enabled": False}
-        return dict(sink.status(sink_store.lag(reader.conn, sink.hwm)))
+        return dict(sink.status(sink_store.lag(reader.conn, sink.events_upto)))
 
     def _status_line(self) -> str:
         p = self.progress

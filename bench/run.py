@@ -380,6 +380,7 @@ def bench_sink(args: argparse.Namespace) -> None:
         print(f"sink: ClickHouse {ch.scalar('SELECT version()')} on 127.0.0.1:{ch.http_port}; "
               f"{args.copies} copies of the corpus + one 50 MB line: {size / 1e6:.0f} MB")
         live: dict[bool, list[float]] = {False: [], True: []}
+        cpu: dict[bool, list[tuple[float, float]]] = {False: [], True: []}  # daemon, server
         synced: list[float] = []
         rates: list[float] = []
         events = 0
@@ -391,9 +392,11 @@ def bench_sink(args: argparse.Namespace) -> None:
                     ch.drop(db)
                     _sink_config(d, ch.url, db)
                 try:
+                    s0 = _cpu(ch.proc.pid)
                     t0 = d.start()
                     st = d.wait_live(poll=0.02)
                     live[on].append(time.perf_counter() - t0)
+                    cpu[on].append((d.cpu_seconds(), _cpu(ch.proc.pid) - s0))
                     events = st["events"]
                     if on:
                         while True:
@@ -409,8 +412,10 @@ def bench_sink(args: argparse.Namespace) -> None:
                 finally:
                     d.stop()
             print(f"  repeat {r + 1}: sink off {live[False][-1]:.2f}s, sink on {live[True][-1]:.2f}s "
-                  f"to live; all {events} events on the server after {synced[-1]:.2f}s "
-                  f"({rates[-1]:.0f} rows/s)")
+                  f"to live (CPU to live, daemon/server: off {cpu[False][-1][0]:.1f}/"
+                  f"{cpu[False][-1][1]:.1f}s, on {cpu[True][-1][0]:.1f}/{cpu[True][-1][1]:.1f}s); "
+                  f"all {events} events on the server after {synced[-1]:.2f}s "
+                  f"({rates[-1]:.0f} rows/s)", flush=True)
         off, on = statistics.median(live[False]), statistics.median(live[True])
         print(f"backfill to live: sink off median {off:.2f}s, sink on median {on:.2f}s: "
               f"{on / off:.2f}x; all rows on the server: median {statistics.median(synced):.2f}s "
@@ -419,6 +424,11 @@ def bench_sink(args: argparse.Namespace) -> None:
         _sink_latency(ch, args)
     finally:
         ch.stop()
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _sink_latency(ch: Any, args: argparse.Namespace) -> None:

@@ -147,9 +147,11 @@ def test_feed_rows_levels_and_position(store: Store, tmp_path: Path) -> None:
     # The acknowledged position: nothing more to send.
     assert w.upto is not None and w.upto.hwm == 3 and w.upto.session_version == 7
     feed.save(store.conn, w.upto)
-    assert feed.lag(store.conn, w.upto.hwm) == {"events": 0, "sessions": 0, "revised": 0}
+    assert w.upto.events_upto == 3
+    assert feed.lag(store.conn, w.upto.events_upto) == {"events": 0, "sessions": 0, "revised": 0}
     assert work(db, w.upto).empty()
-    assert feed.open_target(store.conn, "t").hwm == 3  # after a restart
+    again = feed.open_target(store.conn, "t")  # after a restart
+    assert (again.hwm, again.events_upto) == (3, 3)
     assert feed.open_target(store.conn, "other").hwm == 0  # another target starts over
 
 

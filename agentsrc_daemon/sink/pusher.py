@@ -115,8 +115,8 @@ class Pusher:
         return ack
 
     @property
-    def hwm(self) -> int:
-        return self._pos.hwm
+    def events_upto(self) -> int:
+        return self._pos.events_upto
 
     def status(self, lag: dict[str, int]) -> dict[str, Any]:
         now = time.time()
