@@ -383,6 +383,8 @@ def bench_sink(args: argparse.Namespace) -> None:
         cpu: dict[bool, list[tuple[float, float]]] = {False: [], True: []}  # daemon, server
         synced: list[float] = []
         rates: list[float] = []
+        drains: list[float] = []
+        at_live: list[int] = []
         events = 0
         for r in range(args.repeats):
             for on in (False, True):
@@ -399,6 +401,8 @@ def bench_sink(args: argparse.Namespace) -> None:
                     cpu[on].append((d.cpu_seconds(), _cpu(ch.proc.pid) - s0))
                     events = st["events"]
                     if on:
+                        t_live = time.perf_counter()
+                        at_live.append(st["sink"]["sent"]["events"])
                         while True:
                             s = d.call("status")["sink"]
                             if s["connected"] and not (s["lag_events"] or s["lag_sessions"]):
@@ -407,6 +411,9 @@ def bench_sink(args: argparse.Namespace) -> None:
                         t_sync = time.perf_counter() - t0
                         synced.append(t_sync)
                         rates.append(s["sent"]["events"] / t_sync)
+                        drains.append((s["sent"]["events"] - at_live[-1])
+                                      / max(1e-3, time.perf_counter() - t_live))
+                        events = d.call("status")["events"]
                         rows = int(ch.scalar(f"SELECT count() FROM {db}.events FINAL"))
                         assert rows == events, (rows, events)
                 finally:
@@ -415,12 +422,14 @@ def bench_sink(args: argparse.Namespace) -> None:
                   f"to live (CPU to live, daemon/server: off {cpu[False][-1][0]:.1f}/"
                   f"{cpu[False][-1][1]:.1f}s, on {cpu[True][-1][0]:.1f}/{cpu[True][-1][1]:.1f}s); "
                   f"all {events} events on the server after {synced[-1]:.2f}s "
-                  f"({rates[-1]:.0f} rows/s)", flush=True)
+                  f"({rates[-1]:.0f} rows/s; {at_live[-1]} sent by live, the rest at "
+                  f"{drains[-1]:.0f} rows/s)", flush=True)
         off, on = statistics.median(live[False]), statistics.median(live[True])
         print(f"backfill to live: sink off median {off:.2f}s, sink on median {on:.2f}s: "
               f"{on / off:.2f}x; all rows on the server: median {statistics.median(synced):.2f}s "
               f"from start = {statistics.median(rates):.0f} rows/s pushed (events table; "
-              "findings and sessions besides)")
+              "findings and sessions besides); once live, the backlog goes at "
+              f"{statistics.median(drains):.0f} rows/s")
         _sink_latency(ch, args)
     finally:
         ch.stop()
