@@ -15,12 +15,12 @@ run: $(BIN)/agentsrc
 	$(BIN)/agentsrc run
 
 test: $(BIN)/agentsrc
-	$(BIN)/ruff check agentsrc_daemon tests bench
+	$(BIN)/ruff check agentsrc_daemon tests bench tools
 	$(BIN)/mypy --no-incremental
 	$(BIN)/pytest -q
 
 lint: $(BIN)/agentsrc
-	$(BIN)/ruff check agentsrc_daemon tests bench
+	$(BIN)/ruff check agentsrc_daemon tests bench tools
 
 typecheck: $(BIN)/agentsrc
 	$(BIN)/mypy --no-incremental

@@ -120,6 +120,9 @@ class Daemon:
         self._reload = threading.Event()
         self.exit_code = 0
         self._initial_done = False
+        # Until the first reconcile has counted the backlog, progress totals are not
+        # known yet: status says "starting" rather than catching up with zero totals.
+        self._counted = False
         self.scan_state: dict[str, Any] = {"enabled": False}
 
     # ---- start-up ----------------------------------------------------------------
@@ -239,6 +242,10 @@ class Daemon:
                         same = c is not None and c.ino == st.st_ino
                         done = c.offset if c and same and spec.mode == sources.JSONL else 0
                         self.progress.bytes_total += max(0, st.st_size - done)
+        if os.environ.get("AGENTSRC_TEST_INGEST_ORDER") == "reverse":
+            # Test-only: read the backlog in reverse order (the ownership of records
+            # copied across sessions must not depend on it; tests/test_ownership_e2e.py).
+            self.pending = OrderedDict(reversed(self.pending.items()))
         for path, cursor in ingestor.cursors.items():
             if path not in seen and cursor.gone_at is None and path not in self.pending:
                 gone_spec = sources.classify(path, roots)
@@ -269,6 +276,7 @@ class Daemon:
         try:
             self.reconcile()
             self._refresh_backlog(force=True)
+            self._counted = True
             self.notifier.ready(status="catching up" if self.pending else "live")
             self._loop()
         finally:
@@ -423,6 +431,8 @@ class Daemon:
         return lag
 
     def state(self) -> str:
+        if not self._counted:
+            return "starting"
         return "live" if self._initial_done and not self.pending else "catching_up"
 
     def status(self, reader: Reader) -> dict[str, Any]:

@@ -71,6 +71,17 @@ def session_key(agent: str, native_id: str) -> str:
     return f"{agent}:{native_id}"
 
 
+# Claims: how strongly an event's session owns it. The same record can be written into
+# several sessions' files (a resumed Codex rollout replays its parent's history; Claude
+# Code copies records, same uuid, into resumed and forked sessions and side-question
+# sub-agents). The adapter says how it holds each record, the store keeps the strongest
+# claim for a key whatever the order the files are read in, and remembers the other
+# holders as copies (docs/architecture.md, "Exactly once").
+CLAIM_COPY = 0  # a copy of another session's record (a replayed or forked history)
+CLAIM_SUBAGENT = 1  # a record in a sub-agent's file, which may copy its parent's records
+CLAIM_OWN = 2  # the record in the file of the session that wrote it
+
+
 def key_digest(key: str) -> bytes:
     """The 16-byte digest an event key is stored (and looked up) as."""
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
@@ -104,6 +115,13 @@ class Event:
     # copy of the conversation in another file), and counts the event once, when it is
     # first inserted.
     revision: int = 0
+    # How strongly ``session_id`` owns the event (CLAIM_*), and, between claims of one
+    # rank, the time that session began (an ISO time: the earlier wins; None loses to
+    # any time). ``holder`` is the session whose file holds the record when that is not
+    # ``session_id`` (a Codex replay attributes the parent's history to the parent).
+    claim: int = CLAIM_OWN
+    claim_since: str | None = None
+    holder: str | None = None
     # Transient fields: used by derivation and secret scanning, NEVER stored.
     input: dict[str, Any] | None = None  # full tool input (tool_call; call input on tool_result)
     # What the model saw or wrote, as (label, text) pairs: tool output ("output", "stdout",
@@ -129,6 +147,9 @@ def derived_event(source: Event, kind: str, key: str, data: dict[str, Any]) -> E
         call_id=source.call_id,
         subagent_id=source.subagent_id,
         data=data,
+        claim=source.claim,
+        claim_since=source.claim_since,
+        holder=source.holder,
         cwd=source.cwd,
     )
 
@@ -148,14 +169,29 @@ class SessionFacts:
     title: str | None = None
     version: str | None = None  # agent version (Codex cli_version, Claude version)
     originator: str | None = None
-    source: str | None = None
+    # As the agent wrote it: a string ("cli", "vscode") or an object ({"subagent":
+    # "review"}); stored as JSON when it is not a string.
+    source: Any = None
     model_provider: str | None = None
     parent_session_id: str | None = None
     home: str | None = None  # the user's home as seen by the agent, when derivable
+    # A session known through another session's copy of its history (a Codex resume
+    # replays the parent's): the session that holds the copy. own_record is 1 once the
+    # session's own transcript was read.
+    replayed_in: str | None = None
+    own_record: int | None = None
+    # A sub-agent whose file does not name its parent, only what kind of sub-agent it is
+    # (Codex review): the store links it to the session with a matching SpawnPoint.
+    spawned_as: str | None = None
+    # Facts learnt from a copy of the session's history in another session's file (a
+    # Codex replay): they fill what is unknown, never replace what the session's own
+    # file says, whatever the order the files are read in.
+    weak: bool = False
 
     # title is latest-wins: adapters emit a prompt-derived title once, and a later
     # custom or AI title must replace it.
-    FIRST_WINS = ("cwd", "originator", "source", "parent_session_id", "home")
+    FIRST_WINS = ("cwd", "originator", "source", "parent_session_id", "home", "spawned_as",
+                  "replayed_in")
     EARLIEST_WINS = ("started_at",)
 
 
@@ -179,4 +215,16 @@ class Drift:
     record_type: str
 
 
-Record = Event | SessionFacts | TurnFacts | Drift
+@dataclass(slots=True)
+class SpawnPoint:
+    """A session started a sub-agent of ``kind`` at ``at`` in ``cwd`` without naming it
+    (Codex ``entered_review_mode``): the store links the sub-agent session that says it
+    is one (``SessionFacts.spawned_as``) and began then, in that cwd."""
+
+    session_id: str
+    kind: str
+    at: str
+    cwd: str | None = None
+
+
+Record = Event | SessionFacts | TurnFacts | Drift | SpawnPoint

@@ -28,6 +28,7 @@ from agentsrc_daemon.adapters.codex import (
     parse_tool_output,
 )
 from agentsrc_daemon.events import (
+    CLAIM_COPY,
     COMPACTION,
     ERROR,
     MESSAGE,
@@ -408,19 +409,29 @@ def test_turn_aborted() -> None:
     assert list(state["pending"]) == ["call_f1"]  # the interrupted call never got an output
 
 
-def test_forked_rollout_names_first_session_and_skips_copied_history() -> None:
+def test_forked_rollout_keeps_copied_history_as_the_parents() -> None:
     records, _ = parse_file(fixture("88888888"))
     sid = "codex:88888888-8888-4888-8888-888888888888"
-    assert {r.session_id for r in records if isinstance(r, Event | SessionFacts)} == {sid}
+    parent = "codex:99999999-9999-4999-8999-999999999999"
+    assert {r.session_id for r in records if isinstance(r, Event | SessionFacts)} == {sid, parent}
     assert [s.parent_session_id for s in session_facts(records) if s.parent_session_id] == [
-        "codex:99999999-9999-4999-8999-999999999999"
+        parent
     ]
-    assert [e.data["text"] for e in events(records, PROMPT)] == ["new prompt"]
-    assert [c.call_id for c in events(records, TOOL_CALL)] == ["call_new"]
-    assert events(records, MESSAGE) == []
-    # The copied token_count is the parent's; the fork's counter restarts from zero.
-    assert [u.data["total_tokens"] for u in events(records, USAGE)] == [750]
-    assert [s.model for s in session_facts(records) if s.model] == ["gpt-5-codex"]
+    own = [r for r in records if isinstance(r, Event) and r.session_id == sid]
+    copied = [r for r in records if isinstance(r, Event) and r.session_id == parent]
+    assert [e.data["text"] for e in own if e.kind == PROMPT] == ["new prompt"]
+    assert [c.call_id for c in own if c.kind == TOOL_CALL] == ["call_new"]
+    assert [e for e in own if e.kind == MESSAGE] == []
+    # The copy is the parent's (its session, its keys), held by the fork.
+    assert copied and {(e.claim, e.holder) for e in copied} == {(CLAIM_COPY, sid)}
+    assert all(e.key.startswith("codex:99999999-") for e in copied)
+    assert {s.weak for s in session_facts(records) if s.session_id == parent} == {True}
+    assert [s.replayed_in for s in session_facts(records) if s.replayed_in] == [sid]
+    # The copied token_count is the parent's; the fork is given only its own tokens.
+    assert [u.data["total_tokens"] for u in own if u.kind == USAGE] == [750]
+    assert [s.model for s in session_facts(records) if s.model and s.session_id == sid] == [
+        "gpt-5-codex"
+    ]
 
 
 def test_format_drift_is_reported_never_raised() -> None:
@@ -615,11 +626,21 @@ def parsed_corpus_file(relative: str) -> tuple[list[Record], dict[str, Any]]:
 @pytest.mark.parametrize("expected", CORPUS, ids=lambda e: e.native[:8])
 def test_corpus_file(expected: Expected) -> None:
     path = corpus_home() / expected.path
-    records, state = parsed_corpus_file(expected.path)
+    everything, state = parsed_corpus_file(expected.path)
+    sid = f"codex:{expected.native}"
+    # A resumed rollout's replay of its parent's history is the parent's (a copy held
+    # here); the counts below are the rollout's own.
+    copied = [r for r in everything if isinstance(r, Event) and r.session_id != sid]
+    assert {(r.session_id, r.claim, r.holder) for r in copied} <= {
+        (f"codex:{expected.parent}", CLAIM_COPY, sid)
+    }
+    records = [
+        r for r in everything
+        if not isinstance(r, Event | SessionFacts | TurnFacts) or r.session_id == sid
+    ]
     kinds = Counter(r.kind for r in records if isinstance(r, Event))
     first = session_facts(records)[0]
     assert first.native_id == expected.native
-    assert {r.session_id for r in records if isinstance(r, Event)} <= {f"codex:{expected.native}"}
     assert (kinds[PROMPT], kinds[MESSAGE]) == (expected.prompts, expected.messages)
     assert (kinds[TOOL_CALL], kinds[TOOL_RESULT]) == (expected.tool_calls, expected.tool_results)
     assert kinds[TURN_START] == expected.turns
@@ -633,7 +654,7 @@ def test_corpus_file(expected: Expected) -> None:
     parents = [s.parent_session_id for s in session_facts(records) if s.parent_session_id]
     assert parents == ([f"codex:{expected.parent}"] if expected.parent else [])
     assert drifts(records) == []
-    keys = [r.key for r in records if isinstance(r, Event)]
+    keys = [r.key for r in everything if isinstance(r, Event)]
     assert len(keys) == len(set(keys))
     # Every turn that started has facts; events inside a turn carry its id.
     started = {e.turn_id for e in events(records, TURN_START)}

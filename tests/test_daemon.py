@@ -55,7 +55,13 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # Every Claude and Codex session of the corpus, each under its own id.
     sessions = d.call("sessions.list", {"limit": 1000})["sessions"]
     by_agent = Counter(s["agent"] for s in sessions)
-    assert by_agent["codex"] == 13
+    # 13 Codex rollouts, plus 9cd28a74, known only through 613a9a68's replay of its
+    # history (its own rollout is not in the corpus).
+    assert by_agent["codex"] == 14
+    replayed = [s for s in sessions if s["known_from_replay"]]
+    assert [(s["native_id"][:8], s["known_from_replay"][-36:-28]) for s in replayed] == [
+        ("9cd28a74", "613a9a68")
+    ]
     # 5 Claude main sessions, plus the Warmup stub's parent (68e984d7); the
     # summary-only file has no session of its own.
     assert by_agent["claude-code"] == 6

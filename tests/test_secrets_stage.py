@@ -92,3 +92,36 @@ def test_spilled_output_is_read_only_inside_the_session_layout(tmp_path: Path) -
     bad.source_path = str(proj / f"{sid}.jsonl")
     assert [e.data["label"] for e in stage().process([good])] == ["spilled"]
     assert stage().process([bad]) == []
+
+
+def test_output_of_a_call_that_read_several_files_keeps_the_candidate_paths(
+    tmp_path: Path,
+) -> None:
+    from agentsrc_daemon.store import Batch, Reader, Store
+
+    reads = [
+        ev(E.READ, "r1", call_id="c1", data={"path": "/w/.npmrc", "op": "read"}),
+        ev(E.READ, "r2", call_id="c1", data={"path": "/w/keys/id_rsa", "op": "read"}),
+    ]
+    result = ev(E.TOOL_RESULT, "t1", call_id="c1", contents=[("output", f"k={FAKE_AWS}\n")])
+    out = stage().process([*reads, result])
+    secrets = [e for e in out if e.kind == E.SECRET]
+    assert [(s.data["path"], s.data["paths"]) for s in secrets] == [
+        (None, ["/w/.npmrc", "/w/keys/id_rsa"])
+    ]
+    # In the store: findings --path finds it by either candidate, relative or absolute,
+    # and the report ties the sensitive read of keys/id_rsa to it.
+    db = tmp_path / "db.sqlite"
+    store = Store(db)
+    store.commit(Batch(events=[*reads, result, *out]))
+    store.close()
+    reader = Reader(db)
+    try:
+        for path in ("keys/id_rsa", "/w/keys/id_rsa", ".npmrc", "**/id_rsa"):
+            found = reader.findings(path=path)
+            assert [f["paths"] for f in found] == [["/w/.npmrc", "/w/keys/id_rsa"]], path
+        assert reader.findings(path="other.txt") == []
+        sensitive = {r["path"]: r["findings"] for r in reader.findings_report()["sensitive_reads"]}
+        assert sensitive["/w/keys/id_rsa"] == 1
+    finally:
+        reader.close()

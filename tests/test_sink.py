@@ -218,7 +218,7 @@ def test_kill_9_in_the_middle_of_a_push_loses_and_doubles_nothing(
     assert raw > final, "the unacknowledged batch was sent again"
     # Counted as docs/team.md counts: once (FINAL, or argMax per key).
     once = clickhouse.scalar(
-        f"SELECT count() FROM (SELECT host, user, key, argMax(kind, revision) FROM {db}.events"
+        f"SELECT count() FROM (SELECT host, user, key, argMax(kind, version) FROM {db}.events"
         " GROUP BY host, user, key)")
     assert int(once) == final
 

@@ -101,11 +101,11 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def work(db: Path, pos: feed.Position, *, text: bool = False, max_rows: int = 1000,
-         max_bytes: int = 1 << 20, version: int = 7) -> feed.Work:
+         max_bytes: int = 1 << 20, clock: int = 7) -> feed.Work:
     f = feed.SinkFeed(db)
     try:
         return f.next_work(pos, host="h", user="u", text=text, max_rows=max_rows,
-                           max_bytes=max_bytes, version=version)
+                           max_bytes=max_bytes, clock=clock)
     finally:
         f.close()
 
@@ -145,7 +145,7 @@ def test_feed_rows_levels_and_position(store: Store, tmp_path: Path) -> None:
     assert orjson.loads(texted.events[0])["text"] == "hello there"
     assert orjson.loads(texted.sessions[0])["title"] == "hello there"
     # The acknowledged position: nothing more to send.
-    assert w.upto is not None and w.upto.hwm == 3 and w.upto.session_version == 7
+    assert w.upto is not None and w.upto.hwm == 3 and w.upto.clock == 7
     feed.save(store.conn, w.upto)
     assert w.upto.events_upto == 3
     assert feed.lag(store.conn, w.upto.events_upto) == {"events": 0, "sessions": 0, "revised": 0}
@@ -174,7 +174,7 @@ def test_changed_session_after_a_read_is_sent_again(store: Store, tmp_path: Path
     commit(store, ev("p2", E.PROMPT, {"text": "b"}))  # while the push is in flight
     assert w.upto is not None
     feed.save(store.conn, w.upto)
-    w2 = work(db, w.upto, version=8)
+    w2 = work(db, w.upto, clock=8)
     (session,) = [orjson.loads(r) for r in w2.sessions]
     assert session["prompts"] == 2 and session["version"] == 8
 

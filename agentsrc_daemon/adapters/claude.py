@@ -25,6 +25,9 @@ from typing import Any
 import orjson
 
 from ..events import (
+    CLAIM_COPY,
+    CLAIM_OWN,
+    CLAIM_SUBAGENT,
     COMPACTION,
     ERROR,
     MAX_STORED_TEXT_CHARS,
@@ -167,6 +170,9 @@ class _Line:
     cwd: str | None
     subagent_id: str | None
     turn_id: str | None
+    claim: int = CLAIM_OWN
+    since: str | None = None
+    holder: str | None = None
 
     def key(self, suffix: int | None = None) -> str:
         """The record's uuid (with a block index when one record yields several events),
@@ -188,8 +194,33 @@ class _Line:
             source_path=self.source_path,
             offset=self.offset,
             subagent_id=self.subagent_id,
+            claim=self.claim,
+            claim_since=self.since,
+            holder=self.holder,
             **fields,
         )
+
+
+def _claim(
+    native_id: str, source_path: str, state: dict[str, Any], ts: str | None
+) -> tuple[int, str | None, str | None]:
+    """How this file holds the record (Event.claim): Claude Code copies records, same
+    uuid, into other files (a resumed or forked session starts with the earlier
+    conversation; the side-question sub-agent replays its parent's records). The record
+    is owned by the session whose own file holds it under its own sessionId (a session
+    file ``<sessionId>.jsonl``), then by a sub-agent's file, then by a copy carrying
+    another session's id; between equals, by the session whose file began first (the
+    file's first timestamp, kept in the state). Returns (claim, since, holder)."""
+    if state.get("since") is None and ts is not None:
+        state["since"] = ts
+    since = _str(state.get("since"))
+    name = os.path.basename(source_path)
+    if _AGENT_FILE.fullmatch(name):
+        return CLAIM_SUBAGENT, since, None
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    if stem == native_id or not _SAFE_NAME.fullmatch(stem):
+        return CLAIM_OWN, since, None
+    return CLAIM_COPY, since, session_key(NAME, stem)
 
 
 class ClaudeAdapter:
@@ -255,6 +286,7 @@ class ClaudeAdapter:
             subagent_id=_subagent_id(obj, source_path, state),
             turn_id=None,
         )
+        line.claim, line.since, line.holder = _claim(native_id, source_path, state, line.ts)
         line.turn_id = _turn_for(line)
 
         out: list[Record] = []

@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from ..events import (
+    CLAIM_COPY,
     COMPACTION,
     ERROR,
     MESSAGE,
@@ -44,6 +45,7 @@ from ..events import (
     Event,
     Record,
     SessionFacts,
+    SpawnPoint,
     TurnFacts,
     line_key,
     session_key,
@@ -61,7 +63,8 @@ MAX_PENDING_CALLS = 2000  # calls awaiting their output; the oldest are dropped 
 MAX_PENDING_INPUT_BYTES = 64 * 1024  # a bigger call input is kept summarized, not in full
 MAX_UNMATCHED = 16  # remembered prompt/message hashes waiting for their twin record
 MAX_ERROR_CHARS = 500
-STATE_SCHEMA = 1  # bump when the state's keys change; older states get the new keys
+TITLE_CHARS = 200  # a title is the first real prompt, whitespace squeezed, cut here
+STATE_SCHEMA = 2  # bump when the state's keys change; older states get the new keys
 
 # A forked or resumed rollout copies the parent's history right after the parent's
 # session_meta, in one burst (the copied records are a few milliseconds apart). The first
@@ -92,7 +95,6 @@ IGNORED_EVENT_MSG_TYPES = frozenset(
         "plan_update",
         "turn_diff",
         "background_event",
-        "entered_review_mode",
         "exited_review_mode",
         "undo_started",
         "undo_completed",
@@ -203,6 +205,9 @@ def _fresh_state(source_path: str) -> dict[str, Any]:
         "context_tokens": None,  # last_token_usage.total_tokens: context size
         "replay": False,  # inside a forked rollout's copy of the parent history
         "replay_last_ts": None,
+        "replay_state": None,  # the parent session's state while its history is replayed
+        "hist_pos": 0,  # envelope records (but session_meta) of this session so far
+        "title_set": False,  # the first real prompt was sent as the session's title
     }
 
 
@@ -273,6 +278,9 @@ class _Line:
     out: list[Record] = field(default_factory=list)
     # Set for parse_document items: every key derives from the item index.
     item_key: str | None = None
+    # Set for envelope records: the record's place in its session's history and a hash of
+    # its payload, the same in the session's own rollout and in a child's replay of it.
+    hist_key: str | None = None
     emitted: int = 0
 
     @property
@@ -296,6 +304,8 @@ class _Line:
         self.emitted += 1
         if self.item_key is not None:
             return self.item_key if n == 0 else f"{self.item_key}.{n}"
+        if self.hist_key is not None:
+            return self.hist_key if n == 0 else f"{self.hist_key}.{n}"
         return line_key(self.source_path, self.offset, n)
 
     def own_key(self, kind: str, own_id: str | None) -> str:
@@ -318,8 +328,19 @@ class _Line:
             cwd=self.cwd,
             **fields,
         )
+        holder = _str(self.state.get("holder"))
+        if holder is not None:
+            # The parent's history replayed in a child's rollout: the parent's record, a
+            # copy held by the child; the parent's own rollout makes the stronger claim.
+            ev.claim, ev.holder = CLAIM_COPY, holder
         self.out.append(ev)
         return ev
+
+    @property
+    def replayed(self) -> bool:
+        """A record of the parent's history replayed in a child's rollout: its envelope
+        time is the replay's, not the record's, so no time of it is kept as a fact."""
+        return self.state.get("holder") is not None
 
     def session_facts(self, **fields: Any) -> None:
         self.out.append(
@@ -327,7 +348,8 @@ class _Line:
                 session_id=self.session_id,
                 agent=AGENT,
                 native_id=self.native_id,
-                last_event_at=self.ts,
+                last_event_at=None if self.replayed else self.ts,
+                weak=self.replayed,
                 **fields,
             )
         )
@@ -384,8 +406,8 @@ def _open_turn(line: _Line, turn_id: str | None) -> None:
         TurnFacts(
             session_id=line.session_id,
             turn_id=turn_id,
-            started_at=line.ts,
-            status="open",
+            started_at=None if line.replayed else line.ts,
+            status=None if line.replayed else "open",
             cwd=line.cwd,
             model=model,
         )
@@ -402,7 +424,12 @@ def _close_turn(line: _Line, status: str, reason: str | None, ended_at: str | No
     ev = line.event(TURN_END, data={"status": status, "reason": reason})
     ev.ts = ended_at
     line.out.append(
-        TurnFacts(session_id=line.session_id, turn_id=turn_id, ended_at=ended_at, status=status)
+        TurnFacts(
+            session_id=line.session_id,
+            turn_id=turn_id,
+            ended_at=None if line.replayed else ended_at,
+            status=status,
+        )
     )
     state["turn_id"] = None
     state["turn_facts"] = None
@@ -441,6 +468,14 @@ def _on_prompt(line: _Line, text: str, source: str) -> None:
         _open_turn(line, None)
     _remember(line, "prompt", source, text)
     line.event(PROMPT, data={"text": text})
+    if not state.get("title_set"):
+        state["title_set"] = True  # the first real prompt names the session
+        line.session_facts(title=_title_of(text))
+
+
+def _title_of(text: str) -> str:
+    first = " ".join(text.split())
+    return first[:TITLE_CHARS]
 
 
 def _on_assistant_text(line: _Line, text: str, source: str, own_id: str | None = None) -> None:
@@ -714,25 +749,59 @@ def _on_session_meta(line: _Line, payload: dict[str, Any]) -> None:
             started_at=_ts(payload.get("timestamp")) or line.ts,
             version=version,
             originator=_str(payload.get("originator")),
-            source=_source_name(payload.get("source")),
+            source=_source_value(payload.get("source")),
             model_provider=_str(payload.get("model_provider")),
+            own_record=1,
+            spawned_as=_spawned_as(payload.get("source")),
         )
     elif meta_id and meta_id != state.get("native_id"):
         # A fork/resume: this is the parent's meta, followed by a copy of its history.
         line.session_facts(parent_session_id=session_key(AGENT, meta_id))
         state["replay"] = True
         state["replay_last_ts"] = line.ts
+        state["replay_state"] = _replay_state(line, meta_id, payload)
     elif version and version != state.get("version"):
         state["version"] = version  # the same session reopened by another Codex
         line.session_facts(version=version)
 
 
-def _source_name(value: Any) -> str | None:
+def _replay_state(line: _Line, parent_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The parent's state for its replayed history: the records are the parent's, keyed
+    and attributed as its own rollout would key them (see _history_key)."""
+    sub = _fresh_state(line.source_path)
+    sub["native_id"] = parent_id
+    sub["meta_seen"] = True
+    sub["version"] = _str(payload.get("cli_version"))
+    sub["session_cwd"] = _str(payload.get("cwd"))
+    sub["holder"] = line.session_id
+    parent = _Line(line.source_path, line.offset, line.ts, sub, line.out)
+    # Known through the child's replay until (unless) the parent's own rollout is read:
+    # its own session_meta sets own_record.
+    parent.session_facts(
+        cwd=sub["session_cwd"],
+        started_at=_ts(payload.get("timestamp")),
+        version=sub["version"],
+        originator=_str(payload.get("originator")),
+        source=_source_value(payload.get("source")),
+        model_provider=_str(payload.get("model_provider")),
+        replayed_in=line.session_id,
+    )
+    return sub
+
+
+def _spawned_as(source: Any) -> str | None:
+    """``{"subagent": "review"}``: the kind of sub-agent a rollout says it is."""
+    inner = source.get("subagent") if isinstance(source, dict) else None
+    return inner if isinstance(inner, str) and inner else None
+
+
+def _source_value(value: Any) -> str | dict[str, Any] | None:
+    """``session_meta.source`` as written: a string ("cli", "vscode", "exec") or an object
+    (``{"subagent": "review"}``), kept as the object."""
     if isinstance(value, str):
         return value or None
-    if isinstance(value, dict) and value:  # e.g. {"subagent": "review"}
-        key, inner = next(iter(value.items()))
-        return f"{key}:{inner}" if isinstance(inner, str) else str(key)
+    if isinstance(value, dict) and value:
+        return value
     return None
 
 
@@ -768,6 +837,11 @@ def _on_event_msg(line: _Line, payload: dict[str, Any]) -> None:
     if kind == "task_started":
         state["explicit_turns"] = True
         _open_turn(line, _str(payload.get("turn_id")))
+    elif kind == "entered_review_mode":
+        # The review sub-agent's rollout names no parent, only {"subagent": "review"}:
+        # the store links it to the session that entered review mode as it began.
+        if line.ts is not None and not line.replayed:
+            line.out.append(SpawnPoint(line.session_id, "review", line.ts, line.cwd))
     elif kind == "task_complete":
         _close_turn(line, "complete", None, line.ts)
     elif kind == "turn_aborted":
@@ -866,12 +940,41 @@ def _continues_replay(state: dict[str, Any], ts: str | None) -> bool:
 
 
 def _absorb_replayed(line: _Line, record_type: str, payload: dict[str, Any]) -> None:
-    """A copied record: it belongs to the parent session (which has its own rollout), so
-    only what the live part needs is kept: cwd, model and the token counter baseline."""
+    """What the child's live part needs of a copied record: cwd, model and the token
+    counter baseline (so the child is given only its own tokens)."""
     if record_type == "turn_context":
         _on_turn_context(line, payload, emit=False)
     elif record_type == "event_msg" and payload.get("type") == "token_count":
         _on_token_count(line, payload, emit=False)
+
+
+def _history_key(state: dict[str, Any], payload: Any) -> str:
+    """The key base of an envelope record: its place among its session's records (every
+    record but session_meta) and a hash of its payload. The parent's rollout and a
+    child's replay of it give a record the same key (the envelope timestamps differ, the
+    payloads and their order do not), so the copy adds nothing."""
+    pos = _int(state.get("hist_pos")) or 0
+    state["hist_pos"] = pos + 1
+    try:
+        raw = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # nested deeper than orjson writes
+        raw = repr(payload).encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(raw, digest_size=8).hexdigest()
+    return f"{AGENT}:{state['native_id']}:h{pos}:{digest}"
+
+
+def _on_replayed(line: _Line, record_type: str, payload: Any) -> None:
+    """A record of the parent's history copied into this rollout: kept, as the parent's
+    (its session, its keys), and absorbed into the child's state."""
+    sub = line.state.get("replay_state")
+    if isinstance(sub, dict) and record_type != "session_meta":
+        _ensure_state(sub, line.source_path)
+        parent = _Line(line.source_path, line.offset, line.ts, sub, line.out)
+        _dispatch(parent, record_type, payload)
+        if line.ts is not None and sub.get("turn_id") is not None:
+            sub["turn_last_ts"] = line.ts
+    if isinstance(payload, dict):
+        _absorb_replayed(line, record_type, payload)
 
 
 def _on_envelope(line: _Line, record_type: str, payload: Any) -> None:
@@ -879,17 +982,23 @@ def _on_envelope(line: _Line, record_type: str, payload: Any) -> None:
     if state.get("replay"):
         if _continues_replay(state, line.ts):
             state["replay_last_ts"] = line.ts
-            if isinstance(payload, dict):
-                _absorb_replayed(line, record_type, payload)
+            _on_replayed(line, record_type, payload)
             return
         state["replay"] = False
         state["replay_last_ts"] = None
+        state["replay_state"] = None
+    _dispatch(line, record_type, payload)
+
+
+def _dispatch(line: _Line, record_type: str, payload: Any) -> None:
     if record_type not in RECORD_TYPES:
         line.drift(record_type)
         return
     if not isinstance(payload, dict):
         line.drift(f"{record_type}/<invalid payload>")
         return
+    if record_type != "session_meta":
+        line.hist_key = _history_key(line.state, payload)
     if record_type == "session_meta":
         _on_session_meta(line, payload)
     elif record_type == "turn_context":

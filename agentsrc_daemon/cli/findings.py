@@ -34,7 +34,7 @@ def findings(
     print_table(
         [
             [short(f["ts"], 19), f["type"], f["line"], short(f["session_id"], 46),
-             f.get("tool"), f["hash"][:12], f.get("path") or f"({f['label']})"]
+             f.get("tool"), f["hash"][:12], f.get("path") or " | ".join(f.get("paths") or []) or f"({f['label']})"]
             for f in rows
         ],
         ["TS", "TYPE", "LINE", "SESSION", "TOOL", "HASH", "FILE"],
@@ -79,8 +79,9 @@ def render_report(r: dict[str, Any], *, markdown: bool) -> str:
     lines += _table(["project", "findings"], [[p, n] for p, n in r["by_project"].items()], markdown)
     lines += ["", f"{h2}Sensitive files read", ""]
     lines += _table(
-        ["path", "reads", "sessions", "last read"],
-        [[s["path"], s["reads"], s["sessions"], s["last_ts"]] for s in r["sensitive_reads"]],
+        ["path", "reads", "sessions", "last read", "findings"],
+        [[s["path"], s["reads"], s["sessions"], s["last_ts"], s.get("findings", 0)]
+         for s in r["sensitive_reads"]],
         markdown,
     )
     lines += ["", f"{h2}Reads outside the project that carried a secret", ""]

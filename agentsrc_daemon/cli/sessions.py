@@ -58,6 +58,20 @@ def show(session: str, json: bool = typer.Option(False, "--json")) -> None:
         typer.echo(f"{key + ':':<15}{short(s.get(key), 100)}")
     typer.echo(f"{'tokens:':<15}" + ", ".join(f"{k}={v}" for k, v in s["tokens"].items()))
     typer.echo(f"{'turns:':<15}{len(s['turns'])}")
+    if s.get("parent_session_id"):
+        typer.echo(f"{'parent:':<15}{s['parent_session_id']}")
+    for child in s.get("children") or []:
+        typer.echo(f"{'child:':<15}{child}")
+    if s.get("known_from_replay"):
+        typer.echo(f"{'known from:':<15}the replay of its history in {s['known_from_replay']}"
+                   " (its own transcript was not read)")
+    if s.get("inherited"):
+        typer.echo(f"{'inherited:':<15}" + ", ".join(
+            f"{k}={v}" for k, v in sorted(s["inherited"].items()))
+            + " (copies of records another session owns; not counted here)")
+    for t in s.get("inherited_turns") or []:
+        typer.echo(f"{'inherited turn:':<15}{t['turn_id']} ({t['events']} events, owned by"
+                   f" {t['owner']})")
     for src in s["sources"]:
         typer.echo(f"{'source:':<15}{src['path']}{' (gone)' if src['gone'] else ''}")
 

@@ -16,7 +16,7 @@ import orjson
 import structlog
 
 from ..adapters import ADAPTERS, Adapter
-from ..events import MAX_STORED_TEXT_CHARS, Drift, Event, SessionFacts, TurnFacts
+from ..events import MAX_STORED_TEXT_CHARS, Drift, Event, SessionFacts, SpawnPoint, TurnFacts
 from ..store import Batch, DocumentFacts, utc_now
 from . import fingerprint, sources, tail
 from .cursor import Cursor
@@ -171,7 +171,9 @@ class Ingestor:
                 # different content at the same offsets is not mistaken for a duplicate.
                 rec.key = f"{rec.key}#{crc:08x}"
             produced.append(rec)
-            sessions_seen.add(rec.session_id)
+            # A file is a source of the sessions it holds records of, not of the parent a
+            # replay attributes its copied history to.
+            sessions_seen.add(rec.holder or rec.session_id)
             if self.derive is not None:
                 produced.extend(self.derive(rec))
         elif isinstance(rec, SessionFacts):
@@ -180,13 +182,16 @@ class Ingestor:
             if rec.title and self.scan is not None:
                 rec.title = self.scan.redact_title(rec.title)
             batch.sessions.append(rec)
-            sessions_seen.add(rec.session_id)
+            if not rec.weak:
+                sessions_seen.add(rec.session_id)
             if rec.cwd and self.project_root_for is not None:
                 batch.project_roots.setdefault(rec.session_id, self.project_root_for(rec.cwd))
         elif isinstance(rec, TurnFacts):
             batch.turns.append(rec)
         elif isinstance(rec, Drift):
             batch.drift.append(rec)
+        elif isinstance(rec, SpawnPoint):
+            batch.spawns.append(rec)
 
     def _finish(
         self, produced: list[Event], sessions_seen: set[str], path: str, batch: Batch

@@ -116,7 +116,7 @@ class SecretStage:
                 once = (job.event.key, f.type, f.value_hash)
                 if once not in seen:
                     seen.add(once)
-                    extra.append(self._finding(job.event, job.label, f, job.path))
+                    extra.append(self._finding(job.event, job.label, f, job.path, job.paths))
         return extra
 
     def redact_title(self, title: str) -> str | None:
@@ -152,10 +152,14 @@ class SecretStage:
     # ---- contents -------------------------------------------------------------------
 
     def _read_path_of(self, ev: Event) -> str | None:
-        paths = self._call_paths.get(ev.call_id or "")
-        if paths and len(set(paths)) == 1:
-            return paths[0]
-        return None
+        paths = self._read_paths_of(ev)
+        return paths[0] if len(paths) == 1 else None
+
+    def _read_paths_of(self, ev: Event) -> list[str]:
+        """The files the call read, each once, in order: a finding in the output of a
+        command that read several (``cat .npmrc && cat keys/id_rsa``) could be in any of
+        them, so it keeps them all as its candidate ``paths``."""
+        return list(dict.fromkeys(self._call_paths.get(ev.call_id or "") or []))
 
     def _contents_of(self, ev: Event) -> Iterable[tuple[str, str]]:
         yield from ev.contents
@@ -175,7 +179,8 @@ class SecretStage:
                 yield "spilled", spilled
 
     def _content_jobs(self, ev: Event) -> list[_Job]:
-        path = self._read_path_of(ev) if ev.kind == TOOL_RESULT else None
+        candidates = self._read_paths_of(ev) if ev.kind == TOOL_RESULT else []
+        path = candidates[0] if len(candidates) == 1 else None
         if ev.kind == TOOL_CALL and isinstance(ev.input, dict):
             target = ev.input.get("file_path") or ev.input.get("path")
             if isinstance(target, str):
@@ -184,8 +189,10 @@ class SecretStage:
             path, self.config.exclude_paths
         ):
             return []
+        if path is None and self.config.exclude_paths:
+            candidates = [p for p in candidates if not is_excluded_path(p, self.config.exclude_paths)]
         return [
-            _Job(ev, label, text, path)
+            _Job(ev, label, text, path, paths=candidates if len(candidates) > 1 else None)
             for label, text in self._contents_of(ev)
             if len(text) >= MIN_SCANNED_CHARS
         ]
@@ -233,7 +240,10 @@ class SecretStage:
         _collect_strings(ev, ev.data, "", jobs)
         return jobs
 
-    def _finding(self, ev: Event, label: str, f: Finding, path: str | None) -> Event:
+    def _finding(
+        self, ev: Event, label: str, f: Finding, path: str | None,
+        paths: list[str] | None = None,
+    ) -> Event:
         self.findings_total += 1
         data: dict[str, Any] = {
             "type": f.type,
@@ -241,6 +251,8 @@ class SecretStage:
             "hash": f.value_hash,
             "label": label,
             "path": path,
+            # The output of a call that read several files: the finding is in one of them.
+            **({"paths": paths} if paths else {}),
             # The event the content belonged to, by its stored key digest: the finding's
             # event_id is resolved through it at query time.
             "of": key_digest(ev.key).hex(),
@@ -262,6 +274,7 @@ class _Job:
     holder: dict[str, Any] | list[Any] | None = None
     field: Any = None
     findings: list[Finding] | None = None
+    paths: list[str] | None = None  # candidate paths, when the content came from several
 
 
 def _collect_strings(ev: Event, value: Any, where: str, jobs: list[_Job]) -> None:

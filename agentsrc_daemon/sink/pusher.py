@@ -191,7 +191,9 @@ class Pusher:
             self._inflight_since = taken
         try:
             client = self._ready()
-            version = max(int(time.time() * 1000), self._pos.session_version + 1)
+            # Row versions: milliseconds since the epoch, always above the last sent (a
+            # clock stepped back, a rebuilt store, still send rows that win).
+            clock = max(int(time.time() * 1000), self._pos.clock + 1)
             work = feed.next_work(
                 self._pos,
                 host=self.cfg.host_label,
@@ -199,7 +201,7 @@ class Pusher:
                 text=self.cfg.level == "text",
                 max_rows=self.cfg.batch_rows,
                 max_bytes=self.cfg.batch_bytes,
-                version=version,
+                clock=clock,
             )
             idle = time.monotonic() - self._last_push >= HEARTBEAT_S
             if work.empty() and (idle or not self.connected):

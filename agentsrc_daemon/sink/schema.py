@@ -4,18 +4,21 @@ database lacks. Every step is idempotent, so two daemons initialising one databa
 once do no harm.
 
 Only what ClickHouse 18.16 (Debian's package, the oldest server supported) and current
-releases both have: the MergeTree syntax with PARTITION BY / ORDER BY, ReplacingMergeTree
-with a version column, ``DateTime('UTC')``, Nullable outside keys, CREATE ... IF NOT
+releases both have: the MergeTree syntax with ORDER BY (not the old engine arguments),
+ReplacingMergeTree with a version column, ``DateTime('UTC')``, Nullable outside keys, CREATE ... IF NOT
 EXISTS. Not used: LowCardinality (experimental in 18.16), DateTime64, CODEC, TTL, Map,
 JSON functions in queries, ``ADD COLUMN IF NOT EXISTS`` (a later step adding a column
 is an ``AddColumn``, which looks at system.columns first), JOIN (crashed 18.16 in a
 test: the queries of docs/team.md use IN subqueries instead).
 
-Deduplication: a row's identity is its sorting key. ``events`` and ``findings`` keep,
-for one (host, user, key), the row of the highest ``revision`` (an event's data can be
-superseded, see Event.revision); ``sessions`` keep, for one (host, user, session_id),
-the highest ``version``. Merges collapse duplicates in the background, at their own
-pace: queries read ``FINAL`` (or argMax ... GROUP BY the key), as docs/team.md shows.
+Deduplication: a row's identity is its sorting key, (host, user, key) for ``events``
+and ``findings``, (host, user, session_id) for ``sessions``; of the rows of one
+identity the highest ``version`` is kept: for events, the revision first (an event's
+data can be superseded, see Event.revision), then the sink's clock (an event another
+session takes over changes in place, its time included); for sessions, the clock.
+Merges collapse duplicates in the background, at their own pace: queries read
+``FINAL`` (or argMax ... GROUP BY the key), as docs/team.md shows. The tables are not
+partitioned: merges never cross partitions, and an event's time can change.
 """
 
 from __future__ import annotations
@@ -70,9 +73,9 @@ CREATE TABLE IF NOT EXISTS {{db}}.events (
     text String,
     text_chars UInt64,
     revision UInt32,
+    version UInt64,
     pushed_at DateTime('UTC') DEFAULT now()
-) ENGINE = ReplacingMergeTree(revision)
-PARTITION BY toYYYYMM(ts)
+) ENGINE = ReplacingMergeTree(version)
 ORDER BY (host, user, key)
 """
 
@@ -96,9 +99,9 @@ CREATE TABLE IF NOT EXISTS {{db}}.findings (
     of_kind String,
     of_key String,
     revision UInt32,
+    version UInt64,
     pushed_at DateTime('UTC') DEFAULT now()
-) ENGINE = ReplacingMergeTree(revision)
-PARTITION BY toYYYYMM(ts)
+) ENGINE = ReplacingMergeTree(version)
 ORDER BY (host, user, key)
 """
 

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..events import Drift, Event, SessionFacts, TurnFacts, key_digest
+from ..events import Drift, Event, SessionFacts, SpawnPoint, TurnFacts, key_digest
 from ..ingest.cursor import Cursor
 from .schema import SESSION_FACT_FIELDS
 
@@ -52,6 +52,9 @@ class Row(NamedTuple):
     path: str | None  # read/edit/secret events: the file path the event is about
     data: bytes  # JSON
     revision: int  # see Event.revision
+    claim: int  # see Event.claim
+    claim_since: str | None
+    holder: str | None  # the session whose file holds it, when not session_id
     source_path: str  # the transcript the event came from
 
     def bind(self, source_id: int) -> tuple[Any, ...]:
@@ -72,6 +75,7 @@ class Batch:
     sessions: list[SessionFacts] = field(default_factory=list)
     turns: list[TurnFacts] = field(default_factory=list)
     drift: list[Drift] = field(default_factory=list)
+    spawns: list[SpawnPoint] = field(default_factory=list)
     cursors: dict[str, Cursor] = field(default_factory=dict)  # by path
     documents: list[DocumentFacts] = field(default_factory=list)
     gone_documents: list[str] = field(default_factory=list)
@@ -86,6 +90,7 @@ class Batch:
             or self.sessions
             or self.turns
             or self.drift
+            or self.spawns
             or self.cursors
             or self.documents
             or self.gone_documents
@@ -115,7 +120,8 @@ def prepare(batch: Batch) -> None:
         rows.append(
             Row(key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
                 ev.subagent_id, ev.adapter, ev.offset, path if isinstance(path, str) else None,
-                orjson.dumps(data), ev.revision, ev.source_path)
+                orjson.dumps(data), ev.revision, ev.claim, ev.claim_since,
+                ev.holder if ev.holder != ev.session_id else None, ev.source_path)
         )
     batch.events = []
 
@@ -139,15 +145,16 @@ class Inserted:
 
 
 def coalesce_facts(facts: list[SessionFacts]) -> list[SessionFacts]:
-    """The facts of a batch, one per session, merged with the same rules the database
-    applies (first wins, earliest wins, latest wins): one UPDATE per session, not one
-    per line that mentioned it."""
-    merged: dict[str, SessionFacts] = {}
+    """The facts of a batch, one per session (and per weak or not), merged with the same
+    rules the database applies (first wins, earliest wins, latest wins; weak facts only
+    fill what is unknown): one UPDATE per session, not one per line that mentioned it.
+    A session's own facts come before the weak ones."""
+    merged: dict[tuple[bool, str], SessionFacts] = {}
     for f in facts:
-        m = merged.get(f.session_id)
+        m = merged.get((f.weak, f.session_id))
         if m is None:
-            merged[f.session_id] = SessionFacts(f.session_id, f.agent, f.native_id)
-            m = merged[f.session_id]
+            m = SessionFacts(f.session_id, f.agent, f.native_id, weak=f.weak)
+            merged[(f.weak, f.session_id)] = m
         for name in SESSION_FACT_FIELDS:
             value = getattr(f, name)
             if value is None:
@@ -155,7 +162,8 @@ def coalesce_facts(facts: list[SessionFacts]) -> list[SessionFacts]:
             current = getattr(m, name)
             if current is None:
                 setattr(m, name, value)
-            elif name in SessionFacts.FIRST_WINS:
+            elif name in SessionFacts.FIRST_WINS or (f.weak and name != "last_event_at"
+                                                    and name not in SessionFacts.EARLIEST_WINS):
                 continue
             elif name in SessionFacts.EARLIEST_WINS:
                 setattr(m, name, min(current, value))
@@ -163,7 +171,7 @@ def coalesce_facts(facts: list[SessionFacts]) -> list[SessionFacts]:
                 setattr(m, name, max(current, value))
             else:
                 setattr(m, name, value)
-    return list(merged.values())
+    return [m for (weak, _), m in sorted(merged.items(), key=lambda kv: kv[0][0])]
 
 
 def event_row_to_json(row: Sequence[Any]) -> dict[str, Any]:

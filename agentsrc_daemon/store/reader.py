@@ -7,7 +7,7 @@ own connection. Reads are short so checkpoints are never starved.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,12 @@ import orjson
 from .batch import event_row_to_json
 from .schema import USAGE_FIELDS, connect
 from .where import Where
+from .where import finding_path_filter as _finding_path_filter
+
+
+def _finding_path(path: str) -> tuple[Any, ...]:
+    condition, args = _finding_path_filter(path)
+    return (condition, *args)
 
 EVENT_COLUMNS = (
     "e.id, e.session_id, e.kind, e.ts, e.turn_id, e.tool, e.call_id, e.subagent_id,"
@@ -27,7 +33,7 @@ SESSION_COLUMNS = (
     "id, agent, native_id, cwd, model, started_at, last_event_at, title, version, originator,"
     " source, model_provider, parent_session_id, prompts, messages, tool_calls, compactions,"
     " errors, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,"
-    " reasoning_tokens, total_tokens, project_root"
+    " reasoning_tokens, total_tokens, project_root, replayed_in, own_record"
 )
 _SESSION_NAMES = [c.strip() for c in SESSION_COLUMNS.split(",")]
 
@@ -114,6 +120,13 @@ class Reader:
     def _session_dict(self, row: Sequence[Any]) -> dict[str, Any]:
         d = dict(zip(_SESSION_NAMES, row, strict=True))
         sid = d["id"]
+        source = d.get("source")
+        if isinstance(source, str) and source.startswith("{"):
+            with suppress(orjson.JSONDecodeError):
+                d["source"] = orjson.loads(source)  # an object the agent wrote, as written
+        # A session known only through another session's copy of its history (a Codex
+        # resume replays its parent's): its own transcript was never read.
+        d["known_from_replay"] = d.pop("replayed_in") if not d.pop("own_record") else None
         sub = self.conn.execute(
             "SELECT COUNT(*) FROM session_subagents WHERE session_id=?", (sid,)
         ).fetchone()
@@ -214,6 +227,63 @@ class Reader:
                     (session_id,),
                 )
             ]
+            d["children"] = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT id FROM sessions WHERE parent_session_id=?"
+                    " ORDER BY COALESCE(started_at, ''), id",
+                    (session_id,),
+                )
+            ]
+            # Records this session holds copies of, owned (and counted) by another session
+            # (a resumed or forked history, a sub-agent's replay): shown, marked
+            # inherited, never counted here.
+            d["inherited"] = {
+                k: n
+                for k, n in self.conn.execute(
+                    "SELECT e.kind, COUNT(*) FROM event_copies c JOIN events e"
+                    " ON e.id = c.event_id WHERE c.session_id=? AND e.session_id != ?"
+                    " GROUP BY e.kind",
+                    (session_id, session_id),
+                )
+            }
+            # The turns of this session's copies, as its own file has them (a resumed
+            # Claude session's first turns are the earlier conversation's).
+            d["inherited_turns"] = [
+                {"turn_id": t, "events": n, "owner": owner}
+                for t, n, owner in self.conn.execute(
+                    "SELECT c.turn_id, COUNT(*), MIN(e.session_id) FROM event_copies c"
+                    " JOIN events e ON e.id = c.event_id WHERE c.session_id=?"
+                    " AND e.session_id != ? AND c.turn_id IS NOT NULL"
+                    " GROUP BY c.turn_id ORDER BY MIN(e.ts), c.turn_id",
+                    (session_id, session_id),
+                )
+            ]
+            # Links by the data, for agents whose files do not name them (a resumed or
+            # forked Claude Code session starts with copies of the earlier one's records):
+            # the sessions whose records this one holds copies of, and those holding
+            # copies of its records.
+            d["copied_from"] = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT e.session_id FROM event_copies c JOIN events e ON e.id = c.event_id"
+                    " WHERE c.session_id=? AND e.session_id != ? GROUP BY e.session_id"
+                    " ORDER BY MIN(e.ts), e.session_id",
+                    (session_id, session_id),
+                )
+            ]
+            d["copied_into"] = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT DISTINCT c.session_id FROM events e JOIN event_copies c"
+                    " ON c.event_id = e.id WHERE e.session_id=? AND c.session_id != ?"
+                    " ORDER BY 1",
+                    (session_id, session_id),
+                )
+            ]
+            if d["parent_session_id"] is None and d["copied_from"]:
+                d["parent_session_id"] = d["copied_from"][0]
+            d["children"] += [c for c in d["copied_into"] if c not in d["children"]]
             d["kinds"] = {
                 k: n
                 for k, n in self.conn.execute(
@@ -323,7 +393,8 @@ class Reader:
         where.kind_in(["secret"])
         where.add("e.id > ?", since_id)
         where.scope(session_id=session_id, project=project, since_ts=since_ts)
-        where.path_matches(path)
+        if path:
+            where.add(*_finding_path(path))
         if secret_type:
             where.add("json_extract(e.data, '$.type') = ?", secret_type)
         sql = (
@@ -332,15 +403,23 @@ class Reader:
             " json_extract(e.data, '$.hash'), json_extract(e.data, '$.label'),"
             " json_extract(e.data, '$.of_kind'),"
             " (SELECT o.id FROM events o WHERE o.key_hash = unhex(json_extract(e.data, '$.of'))),"
-            f" e.adapter FROM events e{where.sql()} ORDER BY e.id LIMIT ?"
+            f" e.adapter, json_extract(e.data, '$.paths') FROM events e{where.sql()}"
+            " ORDER BY e.id LIMIT ?"
         )
         names = ("id", "session_id", "ts", "turn_id", "call_id", "tool", "subagent_id", "path",
-                 "type", "line", "hash", "label", "of_kind", "event_id", "agent")
+                 "type", "line", "hash", "label", "of_kind", "event_id", "agent", "paths")
         with self.snapshot():
-            return [
+            out = [
                 dict(zip(names, row, strict=True))
                 for row in self.conn.execute(sql, [*where.args, limit])
             ]
+        for f in out:
+            # The candidate paths of a finding in the output of a call that read several
+            # files; [path] (or []) otherwise.
+            f["paths"] = orjson.loads(f["paths"]) if f["paths"] else (
+                [f["path"]] if f["path"] else []
+            )
+        return out
 
     def findings_report(self, *, since_ts: str | None = None) -> dict[str, Any]:
         """Counts by type, session and project; sensitive reads; reads outside the
@@ -372,10 +451,15 @@ class Reader:
             for entry in by_session:
                 key = entry["project_root"] or entry["cwd"] or "(unknown)"
                 by_project[key] = by_project.get(key, 0) + entry["findings"]
+            # A sensitive read and the findings in what it read, whether the finding names
+            # the path alone or among the candidates of a call that read several files.
             sensitive = [
-                {"path": p, "reads": n, "sessions": ns, "last_ts": last}
-                for p, n, ns, last in self.conn.execute(
-                    "SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts) FROM events e"
+                {"path": p, "reads": n, "sessions": ns, "last_ts": last, "findings": nf}
+                for p, n, ns, last, nf in self.conn.execute(
+                    "SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts),"
+                    " (SELECT COUNT(*) FROM events f WHERE f.kind = 'secret' AND (f.path = e.path"
+                    " OR EXISTS (SELECT 1 FROM json_each(f.data, '$.paths') j"
+                    " WHERE j.value = e.path))) FROM events e"
                     f" WHERE e.kind = 'sensitive_read' {since} GROUP BY e.path ORDER BY 2 DESC",
                     args,
                 )

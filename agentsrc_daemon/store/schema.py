@@ -10,7 +10,6 @@ import apsw
 
 from ..errors import SchemaTooNew
 
-SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
 WRITER_CACHE_KIB = 8 * 1024
 
@@ -135,17 +134,90 @@ MIGRATIONS: list[str] = [
     UPDATE events SET data = CAST(json_remove(data, '$.parts') AS BLOB)
         WHERE kind = 'message' AND json_type(data, '$.parts') IS NOT NULL;
     """,
-    # 4 -> 5: the ClickHouse sink (store/sink.py, docs/team.md). Its position: the last
-    # event id the server acknowledged, per target. Two change feeds, filled by triggers
-    # only while a sink is configured (a sink_state row exists): sessions whose row
-    # changed (counters, titles...) and events whose data a higher revision replaced.
+    # 4 -> 5: every record kept once, owned by one session whatever the order its
+    # copies are read in (docs/architecture.md, "Exactly once"). Each event row holds
+    # the claim it is owned by (rank, since, and the holder when the record sits in
+    # another session's file); the other sessions holding a copy are in event_copies.
+    # Sub-agents that do not name their parent are linked through spawn_points.
+    # Codex rollouts change keys (a record's place in its session's history, the same in
+    # a replay as in the original): the events of the rollouts still on disk are
+    # dropped and those files read again from 0; the events of rollouts gone from disk
+    # are kept as they are (they are never read again). Object sources are stored as
+    # JSON, not as "key:value". About 2 s per million Codex events.
+    """
+    ALTER TABLE events ADD COLUMN claim INTEGER NOT NULL DEFAULT 2;
+    ALTER TABLE events ADD COLUMN claim_since TEXT;
+    ALTER TABLE events ADD COLUMN holder TEXT;
+    CREATE TABLE event_copies (
+        event_id INTEGER NOT NULL,
+        session_id TEXT NOT NULL,   -- a session holding a copy of the event it does not own
+        turn_id TEXT,               -- the copy's turn and sub-agent in that session
+        subagent_id TEXT,
+        PRIMARY KEY (event_id, session_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX event_copies_session ON event_copies(session_id, event_id);
+    ALTER TABLE sessions ADD COLUMN spawned_as TEXT;
+    ALTER TABLE sessions ADD COLUMN replayed_in TEXT;
+    ALTER TABLE sessions ADD COLUMN own_record INTEGER;
+    CREATE TABLE spawn_points (
+        session_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        at TEXT NOT NULL,
+        cwd TEXT,
+        PRIMARY KEY (session_id, kind, at)
+    ) WITHOUT ROWID;
+    CREATE INDEX sessions_parent ON sessions(parent_session_id)
+        WHERE parent_session_id IS NOT NULL;
+    UPDATE sessions SET source = json_object(substr(source, 1, instr(source, ':') - 1),
+                                             substr(source, instr(source, ':') + 1))
+        WHERE agent = 'codex' AND instr(source, ':') > 1;
+    DELETE FROM events WHERE source_id IN
+        (SELECT id FROM sources WHERE adapter = 'codex' AND mode = 'jsonl' AND gone_at IS NULL);
+    UPDATE sources SET offset = 0, head_len = 0, head_hash = NULL, skipping = 0, state = NULL,
+                       lines = 0, skipped = '{}', generation = generation + 1
+        WHERE adapter = 'codex' AND mode = 'jsonl' AND gone_at IS NULL;
+    UPDATE sessions SET
+        prompts = (SELECT COUNT(*) FROM events e WHERE e.session_id = sessions.id
+                   AND e.kind = 'prompt'),
+        messages = (SELECT COUNT(*) FROM events e WHERE e.session_id = sessions.id
+                    AND e.kind = 'message'),
+        tool_calls = (SELECT COUNT(*) FROM events e WHERE e.session_id = sessions.id
+                      AND e.kind = 'tool_call'),
+        compactions = (SELECT COUNT(*) FROM events e WHERE e.session_id = sessions.id
+                       AND e.kind = 'compaction'),
+        errors = (SELECT COUNT(*) FROM events e WHERE e.session_id = sessions.id
+                  AND e.kind = 'error'),
+        input_tokens = (SELECT COALESCE(SUM(json_extract(data, '$.input_tokens')), 0)
+                        FROM events e WHERE e.session_id = sessions.id AND e.kind = 'usage'),
+        output_tokens = (SELECT COALESCE(SUM(json_extract(data, '$.output_tokens')), 0)
+                         FROM events e WHERE e.session_id = sessions.id AND e.kind = 'usage'),
+        cache_read_tokens = (SELECT COALESCE(SUM(json_extract(data, '$.cache_read_tokens')), 0)
+                             FROM events e WHERE e.session_id = sessions.id
+                             AND e.kind = 'usage'),
+        cache_creation_tokens = (SELECT COALESCE(SUM(json_extract(data,
+                                 '$.cache_creation_tokens')), 0) FROM events e
+                                 WHERE e.session_id = sessions.id AND e.kind = 'usage'),
+        reasoning_tokens = (SELECT COALESCE(SUM(json_extract(data, '$.reasoning_tokens')), 0)
+                            FROM events e WHERE e.session_id = sessions.id
+                            AND e.kind = 'usage'),
+        total_tokens = (SELECT COALESCE(SUM(json_extract(data, '$.total_tokens')), 0)
+                        FROM events e WHERE e.session_id = sessions.id AND e.kind = 'usage')
+        WHERE agent = 'codex';
+    UPDATE counters SET value = (SELECT COUNT(*) FROM events) WHERE name = 'events';
+    """,
+    # 5 -> 6: the ClickHouse sink (store/sink.py, docs/team.md). Its position: the last
+    # event id the server acknowledged, per target, and the clock its rows' versions
+    # come from. Two change feeds, filled by triggers only while a sink is configured (a
+    # sink_state row exists): sessions whose row changed (counters, titles...), and
+    # events changed in place (a higher revision's data, or another session's claim
+    # taking the event over: its session, turn, sub-agent, time).
     # A feed entry is deleted and inserted again on each change, so its seq only grows:
     # the sink deletes the entries up to the seq it pushed, never a later change.
     """
     CREATE TABLE sink_state (
         target TEXT PRIMARY KEY,            -- url (no credentials), database, labels, level
         hwm INTEGER NOT NULL DEFAULT 0,     -- the last event id the server acknowledged
-        session_version INTEGER NOT NULL DEFAULT 0,  -- the last sessions row version sent
+        clock INTEGER NOT NULL DEFAULT 0,   -- the last version sent (ms since the epoch)
         acked_at TEXT
     ) WITHOUT ROWID;
     CREATE TABLE sink_sessions (
@@ -168,7 +240,8 @@ MIGRATIONS: list[str] = [
         DELETE FROM sink_sessions WHERE session_id = NEW.id;
         INSERT INTO sink_sessions(session_id) VALUES (NEW.id);
     END;
-    CREATE TRIGGER sink_event_revised AFTER UPDATE OF data ON events
+    CREATE TRIGGER sink_event_revised
+        AFTER UPDATE OF data, session_id, turn_id, subagent_id, ts ON events
         WHEN EXISTS (SELECT 1 FROM sink_state)
     BEGIN
         DELETE FROM sink_revised WHERE event_id = NEW.id;
@@ -176,6 +249,8 @@ MIGRATIONS: list[str] = [
     END;
     """,
 ]
+
+SCHEMA_VERSION = len(MIGRATIONS)
 
 # The kinds with a partial index of their own (schema 2): queried across all sessions.
 PARTIAL_INDEXED_KINDS = frozenset({"command", "secret", "sensitive_read"})
@@ -193,6 +268,9 @@ SESSION_FACT_FIELDS = (
     "model_provider",
     "parent_session_id",
     "home",
+    "spawned_as",
+    "replayed_in",
+    "own_record",
 )
 
 # The sessions columns that sum the usage events' counts (same names in their data).

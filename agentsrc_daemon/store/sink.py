@@ -65,6 +65,12 @@ _FAILED = (
 )
 
 
+# A row's version (ReplacingMergeTree keeps the highest): the event's revision first,
+# so a later revision always wins; then the sink's clock (ms, only ever growing), so
+# the last row sent of an event changed in place (taken over by another session) wins.
+_VERSION = "e.revision * 17592186044416 + :clock"
+
+
 def _usage(field: str) -> tuple[str, str]:
     return (field, _when("'usage'", _jn(field), "0"))
 
@@ -116,6 +122,7 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("text_chars", _when(_TEXT_KINDS, f"COALESCE(CAST({_j('text_chars')} AS INTEGER),"
                                       f" length({_j('text')}), 0)", "0")),
     ("revision", "e.revision"),
+    ("version", _VERSION),
     ("pushed_at", ":pushed_at"),
 )
 
@@ -140,10 +147,11 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("of_kind", _jt("of_kind")),
     ("of_key", f"lower({_jt('of')})"),
     ("revision", "e.revision"),
+    ("version", _VERSION),
     ("pushed_at", ":pushed_at"),
 )
 
-# The sessions row; :version orders a session's successive rows (ReplacingMergeTree).
+# The sessions row; its version (the clock) orders a session's successive rows.
 SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("host", ":host"),
     ("user", ":user"),
@@ -174,7 +182,7 @@ SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("reasoning_tokens", "s.reasoning_tokens"),
     ("total_tokens", "s.total_tokens"),
     ("subagents", "(SELECT COUNT(*) FROM session_subagents sa WHERE sa.session_id = s.id)"),
-    ("version", ":version"),
+    ("version", ":clock"),
     ("pushed_at", ":pushed_at"),
 )
 
@@ -187,7 +195,7 @@ def _json_object(columns: tuple[tuple[str, str], ...]) -> str:
 # column a row omits takes its type's zero ('' or 0; NULL for exit_code) on the server:
 # rows are half as long, cheaper to build, send and parse.
 _COMMON = ("host", "user", "key", "id", "session_id", "agent", "kind", "ts", "ts_ms", "turn_id",
-           "tool", "call_id", "subagent_id", "revision", "pushed_at")
+           "tool", "call_id", "subagent_id", "revision", "version", "pushed_at")
 _RUN = ("exit_code", "failed", "interrupted", "is_error", "duration_ms")
 _FILE = ("path", "rel_path", "project_root", "external", "op")
 KIND_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -247,7 +255,7 @@ class Position:
 
     target: str
     hwm: int = 0
-    session_version: int = 0
+    clock: int = 0
     sessions_seq: int = 0
     revised_seq: int = 0
     # Events up to hwm (counted once at start, then kept): the lag in events is the
@@ -278,7 +286,7 @@ def open_target(conn: apsw.Connection, target: str) -> Position:
     labels or level), or none yet: start from the beginning, every session marked."""
     with conn:
         row = conn.execute(
-            "SELECT hwm, session_version FROM sink_state WHERE target = ?", (target,)
+            "SELECT hwm, clock FROM sink_state WHERE target = ?", (target,)
         ).fetchone()
         if row is not None:
             position = Position(target, int(row[0]), int(row[1]))
@@ -286,13 +294,13 @@ def open_target(conn: apsw.Connection, target: str) -> Position:
                                 (position.hwm,)).fetchone() or (0,)
             position.events_upto = int(n)
         else:
-            # Versions keep growing across targets (see Pusher: they are wall-clock based).
-            old = conn.execute("SELECT MAX(session_version) FROM sink_state").fetchone()
+            # The clock keeps growing across targets.
+            old = conn.execute("SELECT MAX(clock) FROM sink_state").fetchone()
             position = Position(target, 0, int(old[0] or 0) if old else 0)
             _clear(conn)
             conn.execute(
-                "INSERT INTO sink_state(target, hwm, session_version) VALUES(?, 0, ?)",
-                (target, position.session_version),
+                "INSERT INTO sink_state(target, hwm, clock) VALUES(?, 0, ?)",
+                (target, position.clock),
             )
             conn.execute("INSERT INTO sink_sessions(session_id) SELECT id FROM sessions ORDER BY id")
     return position
@@ -317,9 +325,9 @@ def save(conn: apsw.Connection, pos: Position) -> None:
     transaction of its own."""
     with conn:
         conn.execute(
-            "UPDATE sink_state SET hwm = MAX(hwm, ?), session_version = MAX(session_version, ?),"
+            "UPDATE sink_state SET hwm = MAX(hwm, ?), clock = MAX(clock, ?),"
             " acked_at = ? WHERE target = ?",
-            (pos.hwm, pos.session_version, utc_now(), pos.target),
+            (pos.hwm, pos.clock, utc_now(), pos.target),
         )
         if pos.sessions_seq:
             conn.execute("DELETE FROM sink_sessions WHERE seq <= ?", (pos.sessions_seq,))
@@ -363,15 +371,15 @@ class SinkFeed:
         text: bool,
         max_rows: int,
         max_bytes: int,
-        version: int,
+        clock: int,
     ) -> Work:
         """The rows after ``pos``, up to ``max_rows`` events (and their findings) or
-        ``max_bytes`` of JSON; then revised events and changed sessions. ``version`` is
-        the version the sessions rows carry."""
+        ``max_bytes`` of JSON; then revised events and changed sessions. ``clock`` (above
+        ``pos.clock``) is what the rows' versions are made of."""
         # pushed_at: sent, not defaulted by the server (18.16 fills an omitted column of
         # JSONEachRow with the type's zero, not its DEFAULT expression).
         params = {"host": host, "user": user, "text": 1 if text else 0,
-                  "pushed_at": int(time.time())}
+                  "pushed_at": int(time.time()), "clock": clock}
         work = Work()
         upto = replace(pos)
         secret_ids: list[int] = []
@@ -416,14 +424,13 @@ class SinkFeed:
             sessions_limit = max(1, max_rows // 10)
             for seq, row in self.conn.execute(
                 _SESSIONS_CHANGED,
-                {**params, "version": version, "after": pos.sessions_seq,
-                 "limit": sessions_limit},
+                {**params, "after": pos.sessions_seq, "limit": sessions_limit},
             ):
                 upto.sessions_seq = seq
                 work.sessions.append(row)
                 work.nbytes += len(row) + 1
-            if work.sessions:
-                upto.session_version = version
-                work.full = work.full or len(work.sessions) >= sessions_limit
+            work.full = work.full or len(work.sessions) >= sessions_limit
+        if not work.empty():
+            upto.clock = clock
         work.upto = upto
         return work

@@ -71,6 +71,20 @@ class Where:
             self.add(condition, *args)
 
 
+def finding_path_filter(path: str) -> tuple[str, list[Any]]:
+    """``path_filter`` for findings: the finding's path, or one of its candidate
+    ``paths`` (a finding in the output of a command that read several files)."""
+    condition, args = path_filter(path)
+    candidate = condition.replace("json_extract(e.data, '$.rel_path')", "NULL").replace(
+        "e.path", "j.value"
+    )
+    return (
+        f"({condition} OR EXISTS (SELECT 1 FROM json_each(e.data, '$.paths') j"
+        f" WHERE {candidate}))",
+        [*args, *args],
+    )
+
+
 def is_windows_style(path: str) -> bool:
     return (len(path) > 2 and path[1] == ":" and path[0].isalpha()) or path.lower().startswith(
         "/mnt/"

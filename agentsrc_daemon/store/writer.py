@@ -6,6 +6,13 @@ transaction, so a file's offset never runs ahead of, or behind, its events: a cr
 any instant loses nothing and duplicates nothing. Event keys are hashed into a UNIQUE
 column and inserted with ``INSERT OR IGNORE``, so re-reading a file is idempotent. An
 event emitted again with a higher ``Event.revision`` replaces the data stored for it.
+
+A record held by several sessions (a replayed history, a copied conversation) is one
+row, owned by the strongest claim made for its key (``Event.claim``, then the earliest
+``claim_since``, then the smallest holder, sub-agent, source and offset): a stronger
+claim arriving later moves the row, with its counters, to its session; every other
+session holding it is remembered in ``event_copies``. The outcome is the same whatever
+the order the claims arrive in.
 """
 
 from __future__ import annotations
@@ -17,7 +24,17 @@ from typing import Any
 
 import orjson
 
-from ..events import COMPACTION, ERROR, MESSAGE, PROMPT, TOOL_CALL, USAGE, SessionFacts, TurnFacts
+from ..events import (
+    CLAIM_COPY,
+    COMPACTION,
+    ERROR,
+    MESSAGE,
+    PROMPT,
+    TOOL_CALL,
+    USAGE,
+    SessionFacts,
+    TurnFacts,
+)
 from ..ingest.cursor import Cursor
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .schema import SESSION_FACT_FIELDS, USAGE_FIELDS, connect, migrate, secure_file
@@ -29,6 +46,32 @@ _COUNTED_KINDS = {
     COMPACTION: "compactions",
     ERROR: "errors",
 }
+
+
+# A spawned sub-agent and the spawn point of its parent are linked when they are this
+# close in time (the sub-agent's session begins as the parent enters the mode).
+SPAWN_MATCH_SECONDS = 30
+
+_STORED = (
+    "SELECT e.id, e.session_id, e.holder, e.claim, e.claim_since, e.subagent_id, s.path,"
+    " e.offset, e.revision, e.kind, e.data, e.turn_id FROM events e"
+    " JOIN sources s ON s.id = e.source_id WHERE e.key_hash = ?"
+)
+
+
+def claim_order(
+    claim: int,
+    since: str | None,
+    holder: str,
+    subagent_id: str | None,
+    source_path: str,
+    offset: int,
+) -> tuple[Any, ...]:
+    """Claims sorted strongest first: the higher rank, then the earlier ``since`` (a
+    claim without one comes after any with one), then the smallest holder, sub-agent,
+    source path and offset, so that two claims are never equal unless they are the same
+    record read twice."""
+    return (-claim, since is None, since or "", holder, subagent_id or "", source_path, offset)
 
 
 @dataclass(slots=True)
@@ -149,7 +192,10 @@ class Store:
                 )
             for turn in batch.turns:
                 self._merge_turn(turn)
-            for sid, adapter in {(r.session_id, r.adapter) for r in batch.rows}:
+            self._link_spawned(batch)
+            for sid, adapter in {(r.session_id, r.adapter) for r in batch.rows} | {
+                (r.holder, r.adapter) for r in batch.rows if r.holder
+            }:
                 # Events can arrive before any facts about their session (a subagent
                 # file read before its parent): the row must exist for the counters.
                 native = sid.split(":", 1)[1] if sid.startswith(adapter + ":") else sid
@@ -207,19 +253,45 @@ class Store:
             value = getattr(f, name)
             if value is None:
                 continue
-            if name in SessionFacts.FIRST_WINS:
-                sets.append(f"{name}=COALESCE({name}, ?)")
-            elif name in SessionFacts.EARLIEST_WINS:
+            if isinstance(value, dict):  # an object the agent wrote (source): as JSON
+                value = orjson.dumps(value).decode()
+            if name in SessionFacts.EARLIEST_WINS:
                 sets.append(f"{name}=MIN(COALESCE({name}, ?), ?)")
                 args.append(value)
             elif name == "last_event_at":
                 sets.append(f"{name}=MAX(COALESCE({name}, ''), ?)")
+            elif name in SessionFacts.FIRST_WINS or f.weak:
+                # weak: learnt from a copy in another session's file; fills what is
+                # unknown, never replaces what the session's own file said.
+                sets.append(f"{name}=COALESCE({name}, ?)")
             else:
                 sets.append(f"{name}=?")
             args.append(value)
         if sets:
             args.append(f.session_id)
             self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
+
+    def _link_spawned(self, batch: Batch) -> None:
+        """Sub-agents that know only what kind they are (``spawned_as``) get as parent
+        the session that entered that mode in the same cwd closest to their start
+        (within SPAWN_MATCH_SECONDS; ties to the smaller id). Recomputed whenever a
+        spawn point or such a sub-agent arrives, so the order does not matter."""
+        for p in batch.spawns:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO spawn_points(session_id, kind, at, cwd) VALUES(?,?,?,?)",
+                (p.session_id, p.kind, p.at, p.cwd),
+            )
+        if not batch.spawns and not any(f.spawned_as for f in batch.sessions):
+            return
+        distance = "abs(julianday(p.at) - julianday(sessions.started_at)) * 86400.0"
+        self.conn.execute(
+            "UPDATE sessions SET parent_session_id = (SELECT p.session_id FROM spawn_points p"
+            " WHERE p.kind = sessions.spawned_as AND p.cwd IS sessions.cwd"
+            f" AND p.session_id != sessions.id AND {distance} <= ?"
+            f" ORDER BY {distance}, p.session_id LIMIT 1)"
+            " WHERE spawned_as IS NOT NULL AND started_at IS NOT NULL",
+            (SPAWN_MATCH_SECONDS,),
+        )
 
     def _merge_turn(self, t: TurnFacts) -> None:
         self.conn.execute(
@@ -235,7 +307,8 @@ class Store:
 
     def _insert_events(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
         """Insert a batch with one executemany; the rows that were new (not ignored as
-        already known) are read back by id."""
+        already known) are read back by id. A row whose key was known is a claim on the
+        stored event: see ``_claim``."""
         prepared = batch.rows
         if not prepared:
             return Inserted([])
@@ -251,72 +324,132 @@ class Store:
         changes_before = self.conn.total_changes()
         self.conn.executemany(
             "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
-            " subagent_id, adapter, offset, path, data, revision, source_id)"
-            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " subagent_id, adapter, offset, path, data, revision, claim, claim_since, holder,"
+            " source_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [r.bind(source_ids[r.source_path]) for r in prepared],
         )
+        copies: list[tuple[int, str, str | None, str | None]] = []
         if self.conn.total_changes() - changes_before == len(prepared):
             # Every row was new: one writer, AUTOINCREMENT, so their ids are consecutive
             # in insertion order and nothing needs to be read back (the common case).
-            return self._all_new(prepared, before, tally)
+            inserted = [(before + 1 + i, r) for i, r in enumerate(prepared)]
+            for eid, r in inserted:
+                self._count(r.session_id, r.kind, r.data, tally, 1)
+                self._touch(r, tally)
+                if r.holder:
+                    copies.append((eid, r.holder, r.turn_id, r.subagent_id))
+            self._add_copies(copies)
+            return Inserted(inserted)
         new_ids = {
             kh: eid
             for eid, kh in self.conn.execute(
                 "SELECT id, key_hash FROM events WHERE id > ?", (before,)
             )
         }
-        inserted: list[tuple[int, Row]] = []
-        superseding: list[Row] = []
+        out: list[tuple[int, Row]] = []
         for r in prepared:
+            self._touch(r, tally)
             eid = new_ids.pop(r.key_hash, None)  # pop: a key twice in one batch is new once
             if eid is None:
-                if r.revision:
-                    superseding.append(r)
+                self._claim(r, tally, copies)
                 continue
-            self._count(r, tally)
-            inserted.append((eid, r))
-        self._supersede(superseding)
-        return Inserted(inserted)
+            self._count(r.session_id, r.kind, r.data, tally, 1)
+            if r.holder:
+                copies.append((eid, r.holder, r.turn_id, r.subagent_id))
+            out.append((eid, r))
+        self._add_copies(copies)
+        return Inserted(out)
 
-    def _supersede(self, rows: list[Row]) -> None:
-        """Rows of events already stored, re-emitted with more data: each replaces the
-        stored data when its revision is higher than the stored one's, so the highest
-        revision wins whatever the order the versions arrive in. Nothing is counted
-        again, and subscribers are not told: they were given the event when it was
-        inserted, and queries return its latest version."""
-        if rows:
+    def _claim(
+        self,
+        r: Row,
+        tally: dict[str, _SessionTally],
+        copies: list[tuple[int, str, str | None, str | None]],
+    ) -> None:
+        """A row whose key is already stored. A stronger claim takes the stored event
+        over (its session, holder, turn, sub-agent, time and provenance; the data of the
+        highest revision) and moves its counters; the holder it displaces keeps a copy.
+        A weaker or equal one leaves it, keeps a copy when it is another session's, and
+        still brings a higher revision's data (a message that grew, see
+        ``Event.revision``). Nothing is counted twice, and subscribers are not told:
+        they were given the event when it was inserted."""
+        self._add_copies(copies)  # an earlier row of this batch may have made one
+        copies.clear()
+        stored = self.conn.execute(_STORED, (r.key_hash,)).fetchone()
+        if stored is None:
+            return
+        (eid, owner, s_holder, s_claim, s_since, s_sub, s_path, s_offset, s_rev, s_kind,
+         s_data, s_turn) = stored
+        s_holder = s_holder or owner
+        holder = r.holder or r.session_id
+        stronger = claim_order(
+            r.claim, r.claim_since, holder, r.subagent_id, r.source_path, r.offset
+        ) < claim_order(s_claim, s_since, s_holder, s_sub, s_path, s_offset)
+        if not stronger:
+            if r.revision > s_rev:
+                self.conn.execute(
+                    "UPDATE events SET data=?, revision=? WHERE id=?", (r.data, r.revision, eid)
+                )
+                self._count(owner, s_kind, s_data, tally, -1)
+                self._count(owner, r.kind, r.data, tally, 1)
+            if holder != owner:
+                copies.append((eid, holder, r.turn_id, r.subagent_id))
+            return
+        data, revision = (r.data, r.revision) if r.revision >= s_rev else (s_data, s_rev)
+        self._count(owner, s_kind, s_data, tally, -1)
+        self._count(r.session_id, r.kind, data, tally, 1)
+        self.conn.execute(
+            "UPDATE events SET session_id=?, holder=?, claim=?, claim_since=?, subagent_id=?,"
+            " turn_id=?, ts=?, source_id=?, offset=?, data=?, revision=? WHERE id=?",
+            (r.session_id, r.holder, r.claim, r.claim_since, r.subagent_id, r.turn_id, r.ts,
+             self._source_ids[r.source_path], r.offset, data, revision, eid),
+        )
+        self.conn.execute(
+            "DELETE FROM event_copies WHERE event_id=? AND session_id=?", (eid, r.session_id)
+        )
+        if s_holder != r.session_id:
+            copies.append((eid, s_holder, s_turn, s_sub))
+        if holder != r.session_id:
+            copies.append((eid, holder, r.turn_id, r.subagent_id))
+
+    def _add_copies(self, copies: list[tuple[int, str, str | None, str | None]]) -> None:
+        if copies:
             self.conn.executemany(
-                "UPDATE events SET data=?, revision=? WHERE key_hash=? AND revision<?",
-                [(r.data, r.revision, r.key_hash, r.revision) for r in rows],
+                "INSERT OR IGNORE INTO event_copies(event_id, session_id, turn_id, subagent_id)"
+                " VALUES(?,?,?,?)",
+                copies,
             )
 
-    def _all_new(
-        self, prepared: list[Row], before: int, tally: dict[str, _SessionTally]
-    ) -> Inserted:
-        inserted = [(before + 1 + i, r) for i, r in enumerate(prepared)]
-        for r in prepared:
-            self._count(r, tally)
-        return Inserted(inserted)
+    def _count(
+        self, sid: str, kind: str, data: bytes, tally: dict[str, _SessionTally], sign: int
+    ) -> None:
+        """Add (or, ``sign`` -1, take back) an event's share of its session's counters;
+        applied once per batch."""
+        column = _COUNTED_KINDS.get(kind)
+        if column is None and kind != USAGE:
+            return
+        t = tally.get(sid)
+        if t is None:
+            t = tally[sid] = _SessionTally()
+        if column:
+            t.counts[column] = t.counts.get(column, 0) + sign
+            return
+        payload = orjson.loads(data)
+        for f in USAGE_FIELDS:
+            v = payload.get(f)
+            if isinstance(v, int) and not isinstance(v, bool):
+                t.counts[f] = t.counts.get(f, 0) + sign * v
 
-    def _count(self, r: Row, tally: dict[str, _SessionTally]) -> None:
-        """Add an inserted event to its session's tally; applied once per batch."""
+    def _touch(self, r: Row, tally: dict[str, _SessionTally]) -> None:
+        """What every claim tells its session whether or not it owns the event: its
+        sub-agents and, unless it is a copy of another session's record, its times."""
         t = tally.get(r.session_id)
         if t is None:
             t = tally[r.session_id] = _SessionTally()
         if r.subagent_id:
             t.subagents.add(r.subagent_id)
-        kind = r.kind
-        column = _COUNTED_KINDS.get(kind)
-        if column:
-            t.counts[column] = t.counts.get(column, 0) + 1
-        elif kind == USAGE:
-            data = orjson.loads(r.data)
-            for f in USAGE_FIELDS:
-                v = data.get(f)
-                if isinstance(v, int) and not isinstance(v, bool):
-                    t.counts[f] = t.counts.get(f, 0) + v
         ts = r.ts
-        if ts:
+        if ts and r.claim != CLAIM_COPY:
             if t.first_ts is None or ts < t.first_ts:
                 t.first_ts = ts
             if t.last_ts is None or ts > t.last_ts:
@@ -329,8 +462,9 @@ class Store:
                     "INSERT OR IGNORE INTO session_subagents(session_id, subagent_id) VALUES(?,?)",
                     (sid, sub),
                 )
-            sets = [f"{c}={c}+?" for c in t.counts]
-            args: list[Any] = list(t.counts.values())
+            counts = {c: n for c, n in t.counts.items() if n}
+            sets = [f"{c}={c}+?" for c in counts]
+            args: list[Any] = list(counts.values())
             if t.last_ts:
                 sets.append("last_event_at=MAX(COALESCE(last_event_at,''), ?)")
                 args.append(t.last_ts)
