@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -19,6 +20,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -182,14 +184,13 @@ class ClickHouseServer:
 
 class Proxy:
     """A TCP proxy to the server. ``down()`` refuses connections and cuts the open
-    ones; ``up()`` listens again on the same port. ``answers_left``: when set, only
-    that many more answers of the server are passed on, later ones are dropped (their
-    requests still reach the server)."""
+    ones; ``up()`` listens again on the same port. While ``swallow_inserts`` is set,
+    the server's answers to INSERTs are dropped (the rows still reach the server)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = free_port()
-        self.answers_left: int | None = None
+        self.swallow_inserts = threading.Event()
         self._listener: socket.socket | None = None
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -240,19 +241,28 @@ class Proxy:
             upstream.settimeout(None)
             with self._lock:
                 self._conns += [client, upstream]
-            threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
+            inserts: deque[bool] = deque()  # per request in flight: is it an INSERT?
+            for args in ((client, upstream, False, inserts), (upstream, client, True, inserts)):
+                threading.Thread(target=self._pump, args=args, daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, answers: bool) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, answers: bool,
+              inserts: deque[bool]) -> None:
         try:
             while True:
                 data = src.recv(1 << 16)
                 if not data:
                     break
-                if answers and self.answers_left is not None:
-                    if self.answers_left <= 0:
+                if not answers:
+                    # Requests are sequential on a connection (keep-alive, no pipelining).
+                    for line in re.findall(rb"POST (\S+) HTTP/1\.1", data):
+                        inserts.append(b"query=INSERT" in line)
+                else:
+                    swallow = False
+                    for _ in range(data.count(b"HTTP/1.1 ")):
+                        was_insert = inserts.popleft() if inserts else False
+                        swallow = swallow or (was_insert and self.swallow_inserts.is_set())
+                    if swallow:
                         continue
-                    self.answers_left -= data.count(b"HTTP/1.1 ")
                 dst.sendall(data)
         except OSError:
             pass

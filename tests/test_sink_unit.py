@@ -198,6 +198,29 @@ def test_revised_event_is_sent_again_once_pushed(store: Store, tmp_path: Path) -
     assert work(db, w2.upto).empty()
 
 
+def test_event_taken_over_by_another_session_is_sent_again(store: Store, tmp_path: Path) -> None:
+    """A record read first as a copy (say, in a resumed session's file), then in the
+    file of the session that wrote it: the stored event moves to that session in place
+    (same id, same key); its row goes again, with a higher version, so FINAL shows it
+    in its owner."""
+    db = tmp_path / "db.sqlite"
+    copy = ev("u1", E.PROMPT, {"text": "hi"}, claim=E.CLAIM_COPY)
+    copy.session_id = "claude-code:copy"
+    commit(store, copy)
+    pos = feed.open_target(store.conn, "t")
+    w = work(db, pos, clock=10)
+    (first,) = [orjson.loads(r) for r in w.events]
+    assert first["session_id"] == "claude-code:copy"
+    assert w.upto is not None
+    feed.save(store.conn, w.upto)
+    commit(store, ev("u1", E.PROMPT, {"text": "hi"}, claim=E.CLAIM_OWN))
+    w2 = work(db, w.upto, clock=11)
+    (moved,) = [orjson.loads(r) for r in w2.events]
+    assert (moved["key"], moved["id"], moved["session_id"]) == (
+        first["key"], first["id"], "claude-code:s1")
+    assert moved["version"] > first["version"]
+
+
 # ---- the back-off ------------------------------------------------------------------------
 
 
