@@ -85,11 +85,23 @@ def server_binary() -> str:
         return found
     if os.geteuid() == 0:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update"], check=True, env=env, capture_output=True, timeout=600)
-        subprocess.run(
-            ["apt-get", "install", "-y", "--no-install-recommends", "clickhouse-server"],
-            check=True, env=env, capture_output=True, timeout=1200,
-        )
+        # The package's postinst starts the system's default instance unless policy-rc.d
+        # says no (this machine image has one that does): never start that instance.
+        policy = Path("/usr/sbin/policy-rc.d")
+        ours = not policy.exists()
+        if ours:
+            policy.write_text("#!/bin/sh\nexit 101\n")
+            policy.chmod(0o755)
+        try:
+            subprocess.run(["apt-get", "update"], check=True, env=env, capture_output=True,
+                           timeout=600)
+            subprocess.run(
+                ["apt-get", "install", "-y", "--no-install-recommends", "clickhouse-server"],
+                check=True, env=env, capture_output=True, timeout=1200,
+            )
+        finally:
+            if ours:
+                policy.unlink()
         for path in CANDIDATES:
             if os.access(path, os.X_OK):
                 return path
