@@ -322,3 +322,31 @@ def test_https_is_verified_against_the_configured_ca(tmp_path: Path) -> None:
             untrusted.query("SELECT 1")
     finally:
         server.shutdown()
+
+
+# ---- doctor ---------------------------------------------------------------------------
+
+
+def test_doctor_sink_checks(tmp_path: Path) -> None:
+    from agentsrc_daemon.system.doctor import check_sink
+
+    pw = tmp_path / "pw"
+    pw.write_text("secret-for-test\n")
+    pw.chmod(0o644)
+    cfg = _cfg(tmp_path, f'[sink.clickhouse]\nurl = "http://127.0.0.1:9"\npassword_file = "{pw}"\n')
+    down = {"sink": {"enabled": True, "connected": False, "last_error": "Unreachable: refused",
+                     "lag_events": 12, "lag_seconds": 3.5, "level": "metadata"}}
+    checks = check_sink(cfg, lambda c: down)
+    assert [(c.name, c.ok) for c in checks] == [("sink password", False), ("sink", False)]
+    assert "mode 0644, want 0600" in checks[0].detail
+    assert "Unreachable: refused" in checks[1].detail and "lag 12 events" in checks[1].detail
+    pw.chmod(0o600)
+    up = {"sink": {**down["sink"], "connected": True, "last_error": None}}
+    assert [c.ok for c in check_sink(cfg, lambda c: up)] == [True, True]
+
+    def no_daemon(c: Any) -> Any:
+        raise OSError("no socket")
+
+    checks = check_sink(cfg, no_daemon, ping=lambda c: "18.16.1")
+    assert checks[-1].ok and checks[-1].warning and "ClickHouse 18.16.1" in checks[-1].detail
+    assert check_sink(_cfg(tmp_path, ""), no_daemon) == []
