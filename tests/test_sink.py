@@ -141,6 +141,7 @@ def test_corpus_backfill_arrives_complete(
     # The status command shows it.
     out = d.cli("sink", "status").stdout
     assert "connected:  yes" in out and "lag:        0 events" in out
+    assert f"sink:      live -> {clickhouse.url} ({db}), lag 0 events" in d.cli("status").stdout
     # Restarted: nothing is sent again (the position was saved).
     d.stop()
     d.start()
