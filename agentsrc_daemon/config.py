@@ -1,4 +1,4 @@
-"""Where things are: the three agent roots, the data dir, the socket, and the knobs.
+"""Where things are: the six agent roots, the data dir, the socket, and the knobs.
 
 Precedence, highest first: command-line flags, environment, the TOML config file,
 defaults derived from $HOME / $XDG_*. The config file is optional; its default place is
@@ -10,6 +10,9 @@ Example config file::
     codex = "~/.codex"
     claude = "~/.claude/projects"
     muse = "~/agents"
+    gemini = "~/.gemini"
+    copilot = "~/.copilot"
+    opencode = "~/.local/share/opencode"
 
     [daemon]
     data_dir = "~/.local/share/agentsrc"
@@ -53,6 +56,15 @@ from .errors import ConfigError
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 SOCKET_NAME = "agentsrc.sock"
 
+# The subdirectories of a root that hold its sources, for agents whose home also holds
+# large trees we never read (Gemini's history/ shadow repositories, Copilot's pkg/,
+# OpenCode's snapshot/ git stores and bin/). The root's own files are watched too.
+ROOT_SUBDIRS: dict[str, tuple[str, ...]] = {
+    "gemini": ("tmp",),
+    "copilot": ("session-state", "history-session-state", "instructions"),
+    "opencode": ("storage", "project"),
+}
+
 
 @dataclass(slots=True)
 class ScanConfig:
@@ -65,6 +77,15 @@ class ScanConfig:
     sensitive_paths: list[str] = field(default_factory=list)  # globs; empty: built-in list
 
 
+@dataclass(frozen=True, slots=True)
+class WatchPoint:
+    """One directory the watcher watches for an agent: recursively, or only its own
+    entries (a root whose sources sit in a few subdirectories is watched that way, so
+    the agent's caches and git stores under it cost no inotify watches)."""
+
+    agent: str
+    path: Path
+    recursive: bool = True
 SINK_LEVELS = ("metadata", "text")
 PASSWORD_ENV = "AGENTSRC_CLICKHOUSE_PASSWORD"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -114,8 +135,14 @@ class Config:
     codex_root: Path
     claude_root: Path  # the projects/ directory
     muse_root: Path
+    gemini_root: Path
+    copilot_root: Path
+    opencode_root: Path  # OpenCode's data dir
     data_dir: Path
     socket_path: Path
+    # $OPENCODE_DB when it names a file (absolute, or relative to the OpenCode root);
+    # None: the root's own opencode*.db files.
+    opencode_db: Path | None = None
     config_file: Path | None = None
     reconcile_interval: float = 30.0
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
@@ -134,7 +161,38 @@ class Config:
 
     def roots(self) -> dict[str, Path]:
         """Adapter name -> root directory."""
-        return {"codex": self.codex_root, "claude-code": self.claude_root, "muse": self.muse_root}
+        return {
+            "codex": self.codex_root,
+            "claude-code": self.claude_root,
+            "muse": self.muse_root,
+            "gemini": self.gemini_root,
+            "copilot": self.copilot_root,
+            "opencode": self.opencode_root,
+        }
+
+    def extra_sources(self) -> dict[str, str]:
+        """Source files named outside the roots' layouts: path -> adapter
+        ($OPENCODE_DB)."""
+        return {str(self.opencode_db): "opencode"} if self.opencode_db is not None else {}
+
+    def watch_points(self) -> list[WatchPoint]:
+        """What the watcher watches: each root, recursively, except where an agent keeps
+        its sources in a few subdirectories of a busy home (docs/formats.md): there the
+        root's own entries plus those subdirectories. A point that does not exist yet is
+        watched once it appears."""
+        points: list[WatchPoint] = []
+        for agent, root in self.roots().items():
+            subdirs = ROOT_SUBDIRS.get(agent)
+            if subdirs is None:
+                points.append(WatchPoint(agent, root))
+                continue
+            points.append(WatchPoint(agent, root, recursive=False))
+            points += [WatchPoint(agent, root / sub) for sub in subdirs]
+        if self.opencode_db is not None:
+            parent = self.opencode_db.parent
+            if not any(p.path == parent for p in points):
+                points.append(WatchPoint("opencode", parent, recursive=False))
+        return points
 
 
 def _expand(value: str | os.PathLike[str], home: Path) -> Path:
@@ -185,6 +243,16 @@ def _scan_config(table: Mapping[str, Any], env: Mapping[str, str]) -> ScanConfig
     return sc
 
 
+def _opencode_db(env: Mapping[str, str], root: Path, home: Path) -> Path | None:
+    """OpenCode's $OPENCODE_DB: an absolute path as given, a relative one in the data
+    dir; ``:memory:`` keeps no file. None when unset (the root's opencode*.db files)."""
+    value = (env.get("OPENCODE_DB") or "").strip()
+    if not value or value == ":memory:":
+        return None
+    if value == "~" or value.startswith("~/"):
+        return _expand(value, home)
+    path = Path(value)
+    return path if path.is_absolute() else (root / path).absolute()
 def _login_name() -> str:
     try:
         return getpass.getuser()
@@ -246,6 +314,9 @@ def load_config(
     codex_root: str | Path | None = None,
     claude_root: str | Path | None = None,
     muse_root: str | Path | None = None,
+    gemini_root: str | Path | None = None,
+    copilot_root: str | Path | None = None,
+    opencode_root: str | Path | None = None,
     data_dir: str | Path | None = None,
     socket_path: str | Path | None = None,
 ) -> Config:
@@ -276,13 +347,34 @@ def load_config(
     muse_default = (
         _expand(env["MUSE_AGENTS_DIR"], home) if env.get("MUSE_AGENTS_DIR") else home / "agents"
     )
-    data_default = (
-        Path(env.get("XDG_DATA_HOME") or home / ".local" / "share").absolute() / "agentsrc"
+    xdg_data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share").absolute()
+    data_default = xdg_data / "agentsrc"
+    # Gemini CLI: $GEMINI_CLI_HOME replaces the home it puts .gemini/ in.
+    gemini_default = (
+        _expand(env["GEMINI_CLI_HOME"], home) / ".gemini"
+        if env.get("GEMINI_CLI_HOME")
+        else home / ".gemini"
     )
+    # Copilot CLI: $COPILOT_HOME is the directory itself; versions up to 0.0.421 used
+    # $XDG_CONFIG_HOME/.copilot, taken when it exists.
+    copilot_default = home / ".copilot"
+    if env.get("COPILOT_HOME"):
+        copilot_default = _expand(env["COPILOT_HOME"], home)
+    elif env.get("XDG_CONFIG_HOME"):
+        xdg_copilot = _expand(env["XDG_CONFIG_HOME"], home) / ".copilot"
+        if xdg_copilot.is_dir():
+            copilot_default = xdg_copilot
+    # OpenCode: its data dir is $XDG_DATA_HOME/opencode.
+    opencode_default = xdg_data / "opencode"
 
     codex = pick(codex_root, "AGENTSRC_CODEX_ROOT", roots.get("codex"), codex_default)
     claude = pick(claude_root, "AGENTSRC_CLAUDE_ROOT", roots.get("claude"), claude_default)
     muse = pick(muse_root, "AGENTSRC_MUSE_ROOT", roots.get("muse"), muse_default)
+    gemini = pick(gemini_root, "AGENTSRC_GEMINI_ROOT", roots.get("gemini"), gemini_default)
+    copilot = pick(copilot_root, "AGENTSRC_COPILOT_ROOT", roots.get("copilot"), copilot_default)
+    opencode = pick(
+        opencode_root, "AGENTSRC_OPENCODE_ROOT", roots.get("opencode"), opencode_default
+    )
     data = pick(data_dir, "AGENTSRC_DATA_DIR", daemon.get("data_dir"), data_default)
     runtime = env.get("XDG_RUNTIME_DIR")
     socket_default = (
@@ -295,6 +387,10 @@ def load_config(
         codex_root=codex,
         claude_root=claude,
         muse_root=muse,
+        gemini_root=gemini,
+        copilot_root=copilot,
+        opencode_root=opencode,
+        opencode_db=_opencode_db(env, opencode, home),
         data_dir=data,
         socket_path=sock,
         config_file=cfg_path if cfg_path.exists() else None,

@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -34,6 +35,7 @@ from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
 from .store import Batch, Reader, Store
 from .store import sink as sink_store
+from .store.writer import SEARCH_CHUNK_IDS
 from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -113,6 +115,9 @@ class Daemon:
         self.stop_event = threading.Event()
         self.dirty = DirtySet()
         self.pending: OrderedDict[str, sources.SourceSpec] = OrderedDict()
+        # Database sources found locked: retried at the given monotonic time.
+        self.retry: dict[str, tuple[float, sources.SourceSpec]] = {}
+        self._counted_done: set[str] = set()  # files counted in progress.files_done
         self.progress = Progress()
         self.notifier = Notifier.from_env()
         self.hub = Hub()
@@ -120,9 +125,6 @@ class Daemon:
         self._reload = threading.Event()
         self.exit_code = 0
         self._initial_done = False
-        # Until the first reconcile has counted the backlog, progress totals are not
-        # known yet: status says "starting" rather than catching up with zero totals.
-        self._counted = False
         self.scan_state: dict[str, Any] = {"enabled": False}
 
     # ---- start-up ----------------------------------------------------------------
@@ -170,12 +172,17 @@ class Daemon:
                 self.hub,
                 rpc.subscribe_backlog,
             ),
-            watcher=Watcher(self.cfg.roots(), self.dirty),
+            watcher=Watcher(self.cfg.watch_points(), self.dirty),
         )
         self.components.sink = self._start_sink(store)
         # Set before the server starts: its threads call status(), which reads them.
-        self.components.server.start()
         self.components.watcher.start(on_root_appeared=self._scan_root)
+        # The first reconcile before the socket answers, so status never reports a
+        # catch-up whose totals are not known yet (with six roots and their watch points
+        # that window was long enough to be seen).
+        self.reconcile()
+        self._refresh_backlog(force=True)
+        self.components.server.start()
         self.progress.started = time.monotonic()
         log.info(
             "started",
@@ -221,26 +228,39 @@ class Daemon:
 
     # ---- reconcile ---------------------------------------------------------------
 
+    def classify(self, path: str) -> list[sources.SourceSpec]:
+        """The sources a changed path concerns: itself when it is a source, else the
+        ones it wakes (a database's -wal/-shm, a sidecar's transcripts)."""
+        roots, extra = self.cfg.roots(), self.cfg.extra_sources()
+        spec = sources.classify(path, roots, extra)
+        return [spec] if spec is not None else sources.dependents(path, roots, extra)
+
+    def _all_sources(self) -> Iterator[tuple[sources.SourceSpec, os.stat_result]]:
+        roots, extra = self.cfg.roots(), self.cfg.extra_sources()
+        for root in roots.values():
+            if root.is_dir():
+                yield from sources.walk_sources(root, roots, extra)
+        for spec, st in sources.walk_extra(extra):
+            if sources.classify(spec.path, roots) is None:  # not already under a root
+                yield spec, st
+
     def reconcile(self) -> int:
         """Stat every source under every root; queue those with news. Also queue known
         files that are no longer found, so they are marked gone."""
         ingestor = self.components.ingestor
-        roots = self.cfg.roots()
         seen: set[str] = set()
         queued = 0
-        for root in roots.values():
-            if not root.is_dir():
-                continue
-            for spec, st in sources.walk_sources(root, roots):
-                seen.add(spec.path)
-                if ingestor.needs_read(spec, st) and spec.path not in self.pending:
-                    self.pending[spec.path] = spec
-                    queued += 1
-                    if not self._initial_done:
-                        self.progress.files_total += 1
-                        c = ingestor.cursors.get(spec.path)
-                        same = c is not None and c.ino == st.st_ino
-                        done = c.offset if c and same and spec.mode == sources.JSONL else 0
+        for spec, st in self._all_sources():
+            seen.add(spec.path)
+            if ingestor.needs_read(spec, st) and spec.path not in self.pending:
+                self.pending[spec.path] = spec
+                queued += 1
+                if not self._initial_done:
+                    self.progress.files_total += 1
+                    c = ingestor.cursors.get(spec.path)
+                    same = c is not None and c.ino == st.st_ino
+                    done = c.offset if c and same and spec.mode == sources.JSONL else 0
+                    if spec.mode != sources.SQLITE:  # a database's progress is its rows
                         self.progress.bytes_total += max(0, st.st_size - done)
         if os.environ.get("AGENTSRC_TEST_INGEST_ORDER") == "reverse":
             # Test-only: read the backlog in reverse order (the ownership of records
@@ -248,7 +268,7 @@ class Daemon:
             self.pending = OrderedDict(reversed(self.pending.items()))
         for path, cursor in ingestor.cursors.items():
             if path not in seen and cursor.gone_at is None and path not in self.pending:
-                gone_spec = sources.classify(path, roots)
+                gone_spec = sources.classify(path, self.cfg.roots(), self.cfg.extra_sources())
                 if gone_spec is not None:
                     self.pending[path] = gone_spec
                     queued += 1
@@ -259,8 +279,8 @@ class Daemon:
 
     def _scan_dir(self, directory: str) -> None:
         ingestor = self.components.ingestor
-        roots = self.cfg.roots()
-        for spec, st in sources.walk_sources(Path(directory), roots):
+        roots, extra = self.cfg.roots(), self.cfg.extra_sources()
+        for spec, st in sources.walk_sources(Path(directory), roots, extra):
             if ingestor.needs_read(spec, st):
                 self.pending.setdefault(spec.path, spec)
 
@@ -274,9 +294,6 @@ class Daemon:
             raise
         self._install_signals()
         try:
-            self.reconcile()
-            self._refresh_backlog(force=True)
-            self._counted = True
             self.notifier.ready(status="catching up" if self.pending else "live")
             self._loop()
         finally:
@@ -317,12 +334,12 @@ class Daemon:
             paths, dirs = self.dirty.take()
             for d in dirs:
                 self._scan_dir(d)
-            if paths:
-                roots = self.cfg.roots()
-                for p in paths:
-                    spec = sources.classify(p, roots)
-                    if spec is not None:
-                        self.pending.setdefault(p, spec)
+            for p in paths:
+                for spec in self.classify(p):
+                    # A database woken by a -shm read mark (ours included) finds
+                    # nothing new in its round: data_version did not move.
+                    self.pending.setdefault(spec.path, spec)
+            self._requeue_retries()
             if self.pending:
                 self._work()
                 self._refresh_backlog()
@@ -337,10 +354,25 @@ class Daemon:
                 self.progress.live_since = time.time()
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
-            timeout = min(next_reconcile, next_root_check) - time.monotonic()
+            if self.components.store.search_backlog():
+                # The search index of the events stored before it existed: one chunk
+                # (its own transaction) at a time, when no file is waiting.
+                self.components.store.build_search_step(
+                    int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
+                )
+                continue
+            wake_at = min([next_reconcile, next_root_check, *(t for t, _ in self.retry.values())])
+            timeout = wake_at - time.monotonic()
             if self.notifier.watchdog_every:
                 timeout = min(timeout, self.notifier.watchdog_every)
             self.dirty.wakeup.wait(max(0.0, timeout))
+
+    def _requeue_retries(self) -> None:
+        now = time.monotonic()
+        for path, (due, spec) in list(self.retry.items()):
+            if due <= now:
+                del self.retry[path]
+                self.pending.setdefault(path, spec)
 
     def _stall_hook(self) -> None:
         stall = os.environ.get(STALL_HOOK_ENV)
@@ -363,7 +395,13 @@ class Daemon:
             spec = self.pending.get(path)
             if spec is None or not self.backfill.place(spec, ingestor):
                 continue
-            self._account(path, ingestor.ingest(spec, batch, FILE_BUDGET_BYTES))
+            rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
+            if rnd.retry_after is not None:
+                # Locked by its writer: try again soon, without holding up the loop.
+                self.pending.pop(path, None)
+                self.retry[path] = (time.monotonic() + rnd.retry_after, spec)
+                continue
+            self._account(path, rnd)
             if len(batch.events) >= self.cfg.batch_max_events or time.monotonic() >= deadline:
                 self._commit(batch)
                 batch = Batch()
@@ -384,7 +422,10 @@ class Daemon:
             return
         if not rnd.more:
             self.pending.pop(path, None)
-            if not self._initial_done:
+            if not self._initial_done and path not in self._counted_done:
+                # Once per file: a database woken again by its -wal while catching up
+                # is not a second file.
+                self._counted_done.add(path)
                 self.progress.files_done += 1
         if rnd.gone:
             log.info("source_gone", path=path)
@@ -431,8 +472,6 @@ class Daemon:
         return lag
 
     def state(self) -> str:
-        if not self._counted:
-            return "starting"
         return "live" if self._initial_done and not self.pending else "catching_up"
 
     def status(self, reader: Reader) -> dict[str, Any]:
@@ -462,6 +501,7 @@ class Daemon:
             "data_dir": str(self.cfg.data_dir),
             "socket": str(self.cfg.socket_path),
             "scan": self.scan_state,
+            "search_index": reader.search_progress(),
             "sink": self._sink_status(reader),
         }
 
@@ -493,7 +533,16 @@ class Daemon:
         restart_needed = [
             name
             for name in (
-                "data_dir", "socket_path", "codex_root", "claude_root", "muse_root", "sink"
+                "data_dir",
+                "socket_path",
+                "codex_root",
+                "claude_root",
+                "muse_root",
+                "gemini_root",
+                "copilot_root",
+                "opencode_root",
+                "opencode_db",
+                "sink",
             )
             if getattr(new, name) != getattr(self.cfg, name)
         ]
@@ -502,8 +551,7 @@ class Daemon:
         self.cfg.scan = new.scan
         old = self.components.ingestor
         new_ingestor = self._build_ingestor()
-        new_ingestor.cursors = old.cursors
-        new_ingestor.defer_big_lines = old.defer_big_lines
+        new_ingestor.take_over(old)
         self.components.ingestor = new_ingestor
         log.info("reloaded", restart_needed_for=restart_needed)
         self.notifier.ready(status=self._status_line())
@@ -515,6 +563,7 @@ class Daemon:
         self.backfill.close(parts.ingestor)
         parts.watcher.stop()
         parts.server.stop()
+        parts.ingestor.close()
         if parts.sink is not None:
             parts.sink.stop()  # a push in flight may still be answered: its ack is saved
             self._save_sink_ack()

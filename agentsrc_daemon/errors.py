@@ -76,3 +76,12 @@ class RemoteError(AgentsrcError):
         self.code = code
         self.message = message
         self.data = data
+
+
+# ---- the MCP server (agentsrc mcp) -----------------------------------------------------
+
+
+class ToolCallError(AgentsrcError):
+    """A tool call of the MCP server cannot be answered: a bad argument or cursor, a
+    session outside the server's project, or the daemon not running or refusing. The
+    message is written for the model that called the tool: what is wrong, what to do."""

@@ -20,7 +20,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-AGENTS = ("codex", "claude-code", "muse")
+AGENTS = ("codex", "claude-code", "muse", "gemini", "copilot", "opencode")
 
 # Event kinds. Strings, not an enum, because they travel as-is through SQLite and JSON.
 PROMPT = "prompt"  # a user prompt: text stored (redacted by the scanner)
@@ -98,7 +98,7 @@ class Event:
     session_id: str  # session_key(agent, native_id)
     kind: str
     ts: str | None  # ISO 8601 UTC as written by the agent (normalized to ...Z when possible)
-    adapter: str  # "codex" | "claude-code" | "muse"
+    adapter: str  # one of AGENTS
     source_path: str  # provenance: the file the line came from
     offset: int  # provenance: byte offset of the line in that file
     turn_id: str | None = None

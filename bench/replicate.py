@@ -1,6 +1,7 @@
 """Replicate the shared corpus N times into a home directory, giving every copy its own
 session ids (and message, request and tool-call ids), so the copies are distinct
-sessions rather than duplicates the daemon would rightly collapse.
+sessions rather than duplicates the daemon would rightly collapse. SQLite databases
+(OpenCode's) are copied once, unchanged.
 
 Ids are rewritten in file names and contents with same-length substitutes, so byte
 offsets and line lengths are unchanged.
@@ -19,7 +20,7 @@ from pathlib import Path
 
 ID_PATTERNS = re.compile(
     rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    rb"|(?:msg|toolu|tooluse|req|call|fc|rs|srvtoolu)_[A-Za-z0-9_-]{8,}"
+    rb"|(?:msg|toolu|tooluse|req|call|fc|rs|srvtoolu|ses|prt)_[A-Za-z0-9_-]{8,}"
     rb"|agent-a?[0-9a-f]{8,17}"
 )
 _ALNUM = b"abcdefghijklmnopqrstuvwxyz0123456789"
@@ -57,6 +58,10 @@ def replicate(src_home: Path, out_home: Path, copies: int) -> int:
                 stem, dot, ext = new_rel.rpartition(".")
                 new_rel = f"{stem}-copy{copy}{dot}{ext}"
             data = path.read_bytes()
+            if copy and (data.startswith(b"SQLite format 3\0") or path.name.endswith(("-wal", "-shm"))):
+                # A database is not rewritten (its indexes would no longer match its
+                # rows): every copy writes the same file, so there is one of it.
+                continue
             if copy:
                 data = ID_PATTERNS.sub(lambda m, c=copy: _substitute(m.group(0), c), data)
             dest = out_home / new_rel

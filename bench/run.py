@@ -2,6 +2,7 @@
 and ratios; docs/performance.md records them with the command that made them.
 
     .venv/bin/python bench/run.py backfill [--copies 20] [--repeats 3] [--scan both]
+    .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
@@ -235,6 +236,29 @@ def bench_backfill(args: argparse.Namespace) -> None:
         )
     if True in results and False in results:
         print(f"scanning on / off: {results[True] / results[False]:.2f}x")
+
+
+def bench_backfill_index(args: argparse.Namespace) -> None:
+    """Cold backfill with the search index and without, alternating, medians."""
+    base = Path(args.workdir)
+    base.mkdir(parents=True, exist_ok=True)
+    home = make_home(args.copies, base)
+    size = sum(p.stat().st_size for p in jsonl_files(home))
+    print(f"backfill-index: {args.copies} copies of the corpus: {size / 1e6:.0f} MB of JSONL")
+    runs: dict[bool, list[float]] = {False: [], True: []}
+    for r in range(args.repeats):
+        for index in (False, True) if r % 2 == 0 else (True, False):
+            d = Daemon(home, {"AGENTSRC_SEARCH_INDEX": "1" if index else "0"})
+            try:
+                t0 = d.start()
+                d.wait_live(poll=0.02)
+                runs[index].append(time.perf_counter() - t0)
+            finally:
+                d.stop()
+        print(f"  repeat {r + 1}: without {runs[False][-1]:.2f}s, with {runs[True][-1]:.2f}s")
+    off, on = statistics.median(runs[False]), statistics.median(runs[True])
+    print(f"cold backfill without the index: median {off:.2f}s; with: {on:.2f}s;"
+          f" with / without {on / off:.2f}x")
 
 
 def bench_latency(args: argparse.Namespace) -> None:
@@ -505,6 +529,10 @@ def main() -> None:
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--scan", choices=["off", "on", "both"], default="both")
     b.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    bi = sub.add_parser("backfill-index")
+    bi.add_argument("--copies", type=int, default=5)
+    bi.add_argument("--repeats", type=int, default=4)
+    bi.add_argument("--workdir", default="/tmp/agentsrc-bench-index")
     lat = sub.add_parser("latency")
     lat.add_argument("--files", type=int, default=20)
     lat.add_argument("--appends", type=int, default=50)
@@ -524,8 +552,8 @@ def main() -> None:
         bench_latency(argparse.Namespace(files=20, appends=50))
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
-        {"backfill": bench_backfill, "latency": bench_latency, "idle": bench_idle,
-         "sink": bench_sink}[args.cmd](args)
+        {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
+         "latency": bench_latency, "idle": bench_idle, "sink": bench_sink}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,16 @@ COMMANDS = [
     "show",
     "events",
     "tail",
+    "usage",
+    "search",
+    "log",
     "reads",
     "edits",
     "commands",
     "files",
     "findings",
     "report",
+    "mcp",
     "install",
     "uninstall",
     "doctor",
@@ -75,7 +79,9 @@ def test_start_up_loads_no_daemon_store_scanner_or_service_code() -> None:
         "agentsrc_daemon.cli.daemon",
         "agentsrc_daemon.cli.files",
         "agentsrc_daemon.cli.findings",
+        "agentsrc_daemon.cli.mcp",
         "agentsrc_daemon.cli.output",
+        "agentsrc_daemon.cli.search",
         "agentsrc_daemon.cli.service",
         "agentsrc_daemon.cli.sessions",
         "agentsrc_daemon.cli.sink",
@@ -84,4 +90,4 @@ def test_start_up_loads_no_daemon_store_scanner_or_service_code() -> None:
         "agentsrc_daemon.rpc",
         "agentsrc_daemon.rpc.client",
     ]
-    assert not loaded & {"apsw", "detect_secrets", "structlog", "watchdog"}
+    assert not loaded & {"apsw", "detect_secrets", "structlog", "watchdog", "mcp", "pydantic"}

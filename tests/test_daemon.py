@@ -33,26 +33,67 @@ pytestmark = pytest.mark.slow
 # ---- the corpus ---------------------------------------------------------------------------
 
 
+def _corpus_sources(home: Path) -> dict[str, list[str]]:
+    """The corpus files each agent's root holds that are sources (docs/formats.md)."""
+    def files(root: Path, keep: Any) -> list[str]:
+        return sorted(str(p) for p in root.rglob("*") if p.is_file() and keep(p))
+
+    is_json = lambda p: p.suffix in (".jsonl", ".json")  # noqa: E731
+    opencode = home / ".local" / "share" / "opencode"
+    return {
+        "codex": files(home / ".codex", is_json),
+        "claude-code": files(home / ".claude" / "projects", is_json),
+        # Chats (.json documents, .jsonl), plus logs.json and checkpoints (memory).
+        "gemini": files(home / ".gemini" / "tmp", is_json),
+        "copilot": files(home / ".copilot", is_json),
+        # The databases and the 0.5 JSON tree (not storage/migration, not -wal/-shm).
+        "opencode": files(
+            opencode,
+            lambda p: p.suffix == ".db" or ("storage/session/" in str(p) and p.suffix == ".json"),
+        ),
+    }
+
+
+def _agent_of(path: str, home: Path) -> str:
+    for agent, root in (
+        ("codex", ".codex"),
+        ("claude-code", ".claude/projects"),
+        ("gemini", ".gemini"),
+        ("copilot", ".copilot"),
+        ("opencode", ".local/share/opencode"),
+        ("muse", "agents"),
+    ):
+        if path.startswith(f"{home}/{root}/"):
+            return agent
+    return "?"
+
+
 def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFactory) -> None:
     home = tmp_path / "home"
     copy_tree(corpus_home(), home)
     d = daemon_factory(home).start()
     st = d.wait_live()
     srcs = d.call("sources.list")["sources"]
-    # Only the roots this daemon ingests: the corpus also holds other agents' files.
-    transcripts = sorted(
-        str(p)
-        for root in (home / ".codex", home / ".claude" / "projects")
-        for p in root.rglob("*")
-        if p.is_file() and p.suffix in (".jsonl", ".json")
-    )
-    assert sorted(s["path"] for s in srcs) == transcripts
+    expected = _corpus_sources(home)
+    by_root: dict[str, list[str]] = {}
     for s in srcs:
-        assert s["offset"] == s["size"] == os.path.getsize(s["path"]), s["path"]
+        by_root.setdefault(_agent_of(s["path"], home), []).append(s["path"])
+    # Each agent's sources under its own root, and nothing else (no credentials, no
+    # -wal/-shm, no .project_root or workspace.yaml as sources of their own).
+    assert {k: sorted(v) for k, v in by_root.items()} == {k: v for k, v in expected.items() if v}
+    assert {k: len(v) for k, v in expected.items()} == {
+        "codex": 13,
+        "claude-code": 10,
+        "gemini": 15,
+        "copilot": 6,
+        "opencode": 10,
+    }
+    for s in srcs:
+        if s["mode"] != "sqlite":
+            assert s["offset"] == s["size"] == os.path.getsize(s["path"]), s["path"]
         assert s["gone_at"] is None
-    # The corpus has 24 files; the spilled tool-results .txt is read only by the scanner.
-    assert st["files"] == len(transcripts) == 23
-    # Every Claude and Codex session of the corpus, each under its own id.
+    assert st["files"] == sum(len(v) for v in expected.values())
+    # Every session of the corpus, each under its own id.
     sessions = d.call("sessions.list", {"limit": 1000})["sessions"]
     by_agent = Counter(s["agent"] for s in sessions)
     # 13 Codex rollouts, plus 9cd28a74, known only through 613a9a68's replay of its
@@ -65,6 +106,27 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # 5 Claude main sessions, plus the Warmup stub's parent (68e984d7); the
     # summary-only file has no session of its own.
     assert by_agent["claude-code"] == 6
+    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode")} == {
+        "gemini": 9,
+        "copilot": 6,
+        "opencode": 6,
+    }
+    counts: Counter[str] = Counter()
+    for sess in sessions:
+        if sess["agent"] not in ("gemini", "copilot", "opencode"):
+            continue
+        for kind in ("prompt", "tool_call"):
+            got = d.call("events.list", {"session_id": sess["id"], "kind": kind, "limit": 10000})
+            counts[f"{sess['agent']}/{kind}"] += len(got["events"])
+    # The corpus has no Gemini tool calls (docs/formats.md, "Versions seen").
+    assert dict(counts) == {
+        "gemini/prompt": 78,
+        "gemini/tool_call": 0,
+        "copilot/prompt": 20,
+        "copilot/tool_call": 193,
+        "opencode/prompt": 18,
+        "opencode/tool_call": 77,
+    }
     assert st["events"] > 5_000
     assert st["pending_bytes"] == 0 and st["state"] == "live"
 

@@ -84,7 +84,16 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     codex = home / ".codex"
     claude = home / ".claude" / "projects"
     muse = home / "agents"
-    for d in (codex / "sessions" / "2025" / "11" / "29", claude / "-work-app", muse / "s1"):
+    gemini, copilot = home / ".gemini", home / ".copilot"
+    opencode = home / ".local" / "share" / "opencode"
+    for d in (
+        codex / "sessions" / "2025" / "11" / "29",
+        claude / "-work-app",
+        muse / "s1",
+        gemini / "tmp",
+        copilot / "session-state",
+        opencode,
+    ):
         d.mkdir(parents=True)
     data = home / ".local" / "share" / "agentsrc"
     data.mkdir(parents=True, mode=0o700)
@@ -106,6 +115,9 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         codex_root=codex,
         claude_root=claude,
         muse_root=muse,
+        gemini_root=gemini,
+        copilot_root=copilot,
+        opencode_root=opencode,
         data_dir=data,
         socket_path=sock_path,
     )
@@ -122,6 +134,9 @@ def test_all_good(setup: Setup) -> None:
         "root codex",
         "root claude-code",
         "root muse",
+        "root gemini",
+        "root copilot",
+        "root opencode",
         "data dir",
         "database",
         "socket",
@@ -134,7 +149,7 @@ def test_all_good(setup: Setup) -> None:
     assert doctor.exit_code(checks) == 0
     by_name = {c.name: c for c in checks}
     # .codex, sessions, 2025, 11, 29 + projects, -work-app + agents, s1
-    assert by_name["inotify"].detail == "9 directories to watch, max_user_watches is 65536"
+    assert by_name["inotify"].detail == "14 directories to watch, max_user_watches is 65536"
     assert by_name["database"].detail == f"database {setup.cfg.db_path} is 0600"
     assert by_name["integrity"].detail == "PRAGMA quick_check: ok"
     assert by_name["service"].detail == "active (running), pid 4321"
@@ -255,7 +270,7 @@ def test_too_few_inotify_watches(setup: Setup) -> None:
     check = assert_fails(
         setup.checks(),
         "inotify",
-        "9 directories to watch, max_user_watches is 8: not enough watches",
+        "14 directories to watch, max_user_watches is 8: not enough watches",
         "echo fs.inotify.max_user_watches=524288 | sudo tee "
         "/etc/sysctl.d/60-agentsrc-inotify.conf && sudo sysctl --system",
     )
@@ -267,7 +282,7 @@ def test_inotify_over_half_used_is_a_warning(setup: Setup) -> None:
     checks = setup.checks()
     inotify = {c.name: c for c in checks}["inotify"]
     assert (inotify.ok, inotify.warning) == (True, True)
-    assert inotify.detail == "9 directories to watch, max_user_watches is 16: over half used"
+    assert inotify.detail == "14 directories to watch, max_user_watches is 16: over half used"
     assert doctor.exit_code(checks) == 0
 
 

@@ -53,6 +53,7 @@ def test_every_error_is_an_agentsrc_error() -> None:
         "RpcError",
         "SchemaTooNew",
         "ServiceError",
+        "ToolCallError",
     ]
     assert all(issubclass(cls, AgentsrcError) for cls in classes.values())
     # Domain errors, not OS errors: an `except OSError` elsewhere does not swallow them.

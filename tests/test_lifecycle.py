@@ -157,6 +157,9 @@ def test_status_wait_returns_once_live_with_progress(tmp_path: Path) -> None:
         out = d.cli("status", "--wait", "--json")
         final = orjson.loads(out.stdout)
         assert final["state"] == "live" and final["pending_bytes"] == 0
-        assert final["progress"]["files_done"] == final["progress"]["files_total"] == 46
+        # 23 Codex and Claude files per copy, 15 Gemini files (their names carry no id the
+        # replication rewrites: one set), 6 Copilot files per copy, 2 OpenCode databases
+        # (copied once) and 8 OpenCode JSON documents per copy.
+        assert final["progress"]["files_done"] == final["progress"]["files_total"] == 91
     finally:
         d.cleanup()

@@ -40,13 +40,17 @@ def prompt(n: int) -> E.Event:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    db = tmp_path / "agentsrc.db"
-    store = Store(db)
     batch = Batch(
         events=[prompt(n) for n in range(3)],
         sessions=[E.SessionFacts(SESSION, "codex", "s1", cwd="/w")],
     )
-    batch.cursors["/x/a.jsonl"] = Cursor("/x/a.jsonl", "codex", "jsonl", offset=30)
+    yield from serve(tmp_path, batch)
+
+
+def serve(tmp_path: Path, batch: Batch) -> Iterator[Server]:
+    db = tmp_path / "agentsrc.db"
+    store = Store(db)
+    batch.cursors["/x/a.jsonl"] = Cursor("/x/a.jsonl", "codex", "jsonl", offset=1000)
     store.commit(batch)
     store.close()
     # A short directory: AF_UNIX paths are limited to about 104 bytes.
@@ -184,3 +188,100 @@ def test_tail_with_an_unknown_kind_fails_like_events(server: Server, tmp_path: P
             env=no_config,
         )
         assert (result.exit_code, result.output) == (2, "agentsrc: unknown kind 'bogus'\n")
+
+
+def event(n: int, kind: str, session: str, ts: str, **data: Any) -> E.Event:
+    return E.Event(key=f"{kind}{n}", session_id=session, kind=kind, ts=ts, adapter=session.split(":")[0],
+                   source_path="/x/a.jsonl", offset=n * 10, data=data)
+
+
+@pytest.fixture
+def busy_server(tmp_path: Path) -> Iterator[Server]:
+    """Two sessions in two projects: five commands, and usage on two days and models."""
+    commands = [
+        event(n, E.COMMAND, SESSION, f"2025-01-01T00:00:0{n}.000Z", command=f"make {n}",
+              exit_code=n % 2)
+        for n in range(1, 6)
+    ] + [  # committed last, happened first: newest first puts it last
+        event(6, E.COMMAND, SESSION, "2024-12-31T00:00:00.000Z", command="make 0", exit_code=0)
+    ]
+    usage = [
+        event(10, E.USAGE, SESSION, "2025-01-01T10:00:00.000Z", model="gpt-a",
+              input_tokens=10, output_tokens=5, total_tokens=15),
+        event(11, E.USAGE, SESSION, "2025-01-02T10:00:00.000Z", input_tokens=1,
+              output_tokens=2, total_tokens=3),  # no model: the session's
+        event(12, E.USAGE, "claude-code:c1", "2025-01-02T11:00:00.000Z", model="claude-b",
+              input_tokens=100, output_tokens=50, cache_read_tokens=7, total_tokens=157),
+    ]
+    batch = Batch(
+        events=commands + usage,
+        sessions=[
+            E.SessionFacts(SESSION, "codex", "s1", cwd="/w", model="gpt-s"),
+            E.SessionFacts("claude-code:c1", "claude-code", "c1", cwd="/other"),
+        ],
+    )
+    yield from serve(tmp_path, batch)
+
+
+def test_event_lists_page_newest_first_with_before_id(busy_server: Server) -> None:
+    first = request(busy_server, "commands.list", {"order": "desc", "limit": 2})["result"]
+    assert [e["command"] for e in first["events"]] == ["make 5", "make 4"]
+    assert set(first) == {"events", "next_before_id"}
+    rest = request(busy_server, "commands.list", {"order": "desc", "limit": 5,
+                                                  "before_id": first["next_before_id"]})
+    assert [e["command"] for e in rest["result"]["events"]] == [
+        "make 3", "make 2", "make 1", "make 0"]
+    assert rest["result"]["next_before_id"] is None
+    last = request(busy_server, "commands.list", {"order": "desc", "limit": 1,
+                                                  "before_id": rest["result"]["events"][2]["id"]})
+    assert [e["command"] for e in last["result"]["events"]] == ["make 0"]
+    failed = request(busy_server, "commands.list", {"order": "desc", "failed": True})["result"]
+    assert [e["command"] for e in failed["events"]] == ["make 5", "make 3", "make 1"]
+    # Oldest first (the default) stops before before_id too.
+    older = request(busy_server, "commands.list", {"before_id": 3})["result"]
+    assert [e["command"] for e in older["events"]] == ["make 1", "make 2"]
+    assert request(busy_server, "findings.list", {"order": "desc"})["result"] == {
+        "findings": [], "next_before_id": None}
+    assert request(busy_server, "files.reads", {"order": "up"})["error"]["message"] == (
+        "order must be 'asc' or 'desc'"
+    )
+
+
+def test_usage_summary_by_model_project_day_and_agent(busy_server: Server) -> None:
+    r = request(busy_server, "usage.summary", {})["result"]
+    assert {k: r["totals"][k] for k in ("sessions", "responses", "total_tokens",
+                                         "cache_read_tokens")} == {
+        "sessions": 2, "responses": 3, "total_tokens": 175, "cache_read_tokens": 7}
+    assert [(m["model"], m["total_tokens"], m["responses"]) for m in r["by_model"]] == [
+        ("claude-b", 157, 1), ("gpt-a", 15, 1), ("gpt-s", 3, 1)]
+    assert [(p["project"], p["total_tokens"]) for p in r["by_project"]] == [
+        ("/other", 157), ("/w", 18)]
+    assert [(d["day"], d["total_tokens"], d["sessions"]) for d in r["by_day"]] == [
+        ("2025-01-02", 160, 2), ("2025-01-01", 15, 1)]
+    assert [(a["agent"], a["total_tokens"]) for a in r["by_agent"]] == [
+        ("claude-code", 157), ("codex", 18)]
+    scoped = request(busy_server, "usage.summary", {
+        "project": "/w", "since": "2025-01-01T12:00:00Z", "until": "2025-01-03"})["result"]
+    assert scoped["totals"]["total_tokens"] == 3
+    assert scoped["since"] == "2025-01-01T12:00:00.000Z"
+    assert scoped["until"] == "2025-01-03T00:00:00.000Z"
+    assert request(busy_server, "usage.summary", {"agent": "codex"})["result"]["totals"][
+        "total_tokens"] == 18
+    bad = request(busy_server, "usage.summary", {"until": "soon"})["error"]
+    assert bad["message"] == "until must be a duration like 7d, 12h, 30m or an ISO timestamp"
+
+
+def test_usage_command_prints_a_table_by_the_group_asked(busy_server: Server, tmp_path: Path) -> None:
+    runner = CliRunner()
+    no_config = {"XDG_CONFIG_HOME": str(tmp_path / "none"), "AGENTSRC_CONFIG": ""}
+    base = ["--socket", str(busy_server.socket_path), "usage"]
+    by_day = runner.invoke(app, [*base, "--by", "day"], env=no_config)
+    assert by_day.exit_code == 0, by_day.output
+    lines = [line.split() for line in by_day.output.splitlines()]
+    assert lines[0][:3] == ["DAY", "SESSIONS", "RESPONSES"]
+    assert [(row[0], row[-1]) for row in lines[1:]] == [
+        ("2025-01-02", "160"), ("2025-01-01", "15"), ("(total)", "175")]
+    as_json = runner.invoke(app, [*base, "--agent", "codex", "--json"], env=no_config)
+    assert orjson.loads(as_json.output)["totals"]["total_tokens"] == 18
+    bad = runner.invoke(app, [*base, "--by", "week"], env=no_config)
+    assert (bad.exit_code, bad.output) == (1, "agentsrc: --by must be model, project, day or agent\n")

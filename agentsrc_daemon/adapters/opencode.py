@@ -26,8 +26,8 @@ copies its JSON tree into the database) counts once.
 
 Rows and records are rewritten in place while a response streams; this adapter only
 emits a part once it is final (see ``_part``), and re-emits a part that changes later
-under the same key (the store keeps the first version it saw: an update to an already
-stored part is the open point, see docs/formats.md).
+under the same key with the row's ``time_updated`` as its ``Event.revision``, so the
+store replaces the stored version with the newer one (never counting it twice).
 """
 
 from __future__ import annotations
@@ -174,6 +174,10 @@ class _Rec:
     native_id: str  # OpenCode's session id
     session_id: str  # ours
     version: str | None
+    # The row's ``time_updated`` (0 for a document, which has none): a row OpenCode
+    # rewrote later re-emits its events under the same keys with a higher revision, so
+    # the store replaces what it holds (Event.revision).
+    revision: int = 0
 
     def event(self, kind: str, key: str, ts: str | None, **fields: Any) -> Event:
         return Event(
@@ -184,6 +188,7 @@ class _Rec:
             adapter=NAME,
             source_path=self.source_path,
             offset=self.offset,
+            revision=self.revision,
             **fields,
         )
 
@@ -213,6 +218,7 @@ def _rec(
         native_id=native_sid,
         session_id=session_key(NAME, native_sid),
         version=version,
+        revision=max(0, as_int(row.get("time_updated")) or 0),
     )
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 # in that order, not sorted.
 # isort: off
 from . import daemon  # noqa: F401  run, status
-from . import sessions  # noqa: F401  sessions, show, events, tail
+from . import sessions  # noqa: F401  sessions, show, events, tail, usage
+from . import search  # noqa: F401  search
 from . import files  # noqa: F401  reads, edits, commands, files
 from . import findings  # noqa: F401  findings, report
+from . import mcp  # noqa: F401  mcp
 from . import service  # noqa: F401  install, uninstall, doctor, service status
 from . import sink  # noqa: F401  sink init, sink status
 # isort: on

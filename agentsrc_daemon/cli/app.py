@@ -21,7 +21,10 @@ from .output import call_daemon, fail
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="A local record of what coding agents (Codex, Claude Code, Muse) do on this machine.",
+    help=(
+        "A local record of what coding agents (Codex, Claude Code, Muse, Gemini CLI,"
+        " GitHub Copilot CLI, OpenCode) do on this machine."
+    ),
 )
 
 # The global options of this invocation (None: not given), set before any command runs.

@@ -17,13 +17,32 @@ from .output import EXIT_FAILED, emit_json, fail
 
 @app.command()
 def run(
-    codex_root: Path | None = typer.Option(None, help="Codex home (default $CODEX_HOME or ~/.codex)."),
-    claude_root: Path | None = typer.Option(
-        None, help="Claude Code projects dir (default $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects)."
+    codex_root: Path | None = typer.Option(
+        None, help="Codex home (default $CODEX_HOME or ~/.codex)."
     ),
-    muse_root: Path | None = typer.Option(None, help="Muse agents root (default $MUSE_AGENTS_DIR or ~/agents)."),
+    claude_root: Path | None = typer.Option(
+        None,
+        help="Claude Code projects dir (default $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
+    ),
+    muse_root: Path | None = typer.Option(
+        None, help="Muse agents root (default $MUSE_AGENTS_DIR or ~/agents)."
+    ),
+    gemini_root: Path | None = typer.Option(
+        None, help="Gemini CLI home (default $GEMINI_CLI_HOME/.gemini or ~/.gemini)."
+    ),
+    copilot_root: Path | None = typer.Option(
+        None,
+        help="GitHub Copilot CLI home (default $COPILOT_HOME, $XDG_CONFIG_HOME/.copilot or ~/.copilot).",
+    ),
+    opencode_root: Path | None = typer.Option(
+        None, help="OpenCode data dir (default $XDG_DATA_HOME/opencode or ~/.local/share/opencode)."
+    ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
-    json_logs: bool | None = typer.Option(None, "--json-logs/--console-logs", help="Log format (default: JSON unless stderr is a TTY)."),
+    json_logs: bool | None = typer.Option(
+        None,
+        "--json-logs/--console-logs",
+        help="Log format (default: JSON unless stderr is a TTY).",
+    ),
 ) -> None:
     """Run the daemon in the foreground (what the service manager runs)."""
     # Here, not at the top: the daemon, the store and the scanner are heavy, and no other
@@ -32,7 +51,14 @@ def run(
     from ..logs import configure
 
     configure(log_level, json_logs)
-    flags = {"codex_root": codex_root, "claude_root": claude_root, "muse_root": muse_root}
+    flags = {
+        "codex_root": codex_root,
+        "claude_root": claude_root,
+        "muse_root": muse_root,
+        "gemini_root": gemini_root,
+        "copilot_root": copilot_root,
+        "opencode_root": opencode_root,
+    }
     cfg = get_config(**flags)
     # What SIGHUP re-reads the configuration with: the same flags, over a new file.
     overrides = given_options(**flags)
@@ -71,7 +97,9 @@ def _progress_line(st: dict[str, Any]) -> str:
 @app.command()
 def status(
     json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    wait: bool = typer.Option(False, "--wait", help="Show a progress bar until the daemon is live."),
+    wait: bool = typer.Option(
+        False, "--wait", help="Show a progress bar until the daemon is live."
+    ),
 ) -> None:
     """What the daemon is doing: catching up or live, files, sessions, events."""
     if wait:
@@ -99,7 +127,9 @@ def status(
     for agent, root in st.get("roots", {}).items():
         typer.echo(f"root:      {agent:<12} {root['path']} ({root['watch']})")
     scan = st.get("scan", {})
-    typer.echo(f"scanning:  {'on' if scan.get('enabled') else 'OFF: content is not scanned for secrets'}")
+    typer.echo(
+        f"scanning:  {'on' if scan.get('enabled') else 'OFF: content is not scanned for secrets'}"
+    )
     sink = st.get("sink", {})
     if sink.get("enabled"):
         typer.echo(

@@ -14,17 +14,53 @@ from .app import app, call, get_config
 from .output import EXIT_DROPPED, emit_json, fail, print_table, reporting_daemon_errors, short
 
 
+def local_time(ts: str | None, relative: bool = False, now: float | None = None) -> str:
+    """An ISO UTC time for a person: local, ``2026-04-09 14:16``, or ``3h ago``."""
+    if not ts:
+        return ""
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return ts
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    if relative:
+        import time
+
+        age = (now if now is not None else time.time()) - moment.timestamp()
+        for unit, seconds in (("d", 86400), ("h", 3600), ("m", 60)):
+            if age >= seconds:
+                return f"{int(age // seconds)}{unit} ago"
+        return "just now"
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 @app.command()
 def sessions(
-    agent: str | None = typer.Option(None, help="codex, claude-code or muse."),
-    limit: int = typer.Option(50, help="At most this many, newest first."),
+    agent: str | None = typer.Option(None, help="codex, claude-code, muse, gemini, copilot or opencode."),
+    project: str | None = typer.Option(None, "--project", help="Project root (or cwd)."),
+    cwd: str | None = typer.Option(None, "--cwd", help="Started in this directory."),
+    since: str | None = typer.Option(None, "--since", help="Active since: 7d, 12h or ISO."),
+    until: str | None = typer.Option(None, "--until", help="Started before: 7d, 12h or ISO."),
+    model: str | None = typer.Option(None, "--model"),
+    search: str | None = typer.Option(None, "--search", help="Only sessions with a hit."),
+    sort: str = typer.Option("last", "--sort", help="last, started, tokens or tools."),
+    limit: int = typer.Option(50, help="At most this many."),
+    cursor: str | None = typer.Option(None, "--cursor", help="The next page (printed)."),
+    relative: bool = typer.Option(False, "--relative", help="Times as '3h ago'."),
     json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Sessions, newest first."""
-    params: dict[str, Any] = {"limit": limit}
-    if agent:
-        params["agent"] = agent
-    result = call("sessions.list", params)["sessions"]
+    """Sessions, most recently active first (or --sort)."""
+    params: dict[str, Any] = {"limit": limit, "sort": sort}
+    for name, value in (("agent", agent), ("project", project), ("cwd", cwd),
+                        ("since", since), ("until", until), ("model", model),
+                        ("search", search), ("cursor", cursor)):
+        if value:
+            params[name] = value
+    page = call("sessions.list", params)
+    result = page["sessions"]
     if json:
         emit_json(result)
         return
@@ -32,7 +68,7 @@ def sessions(
         [
             [
                 s["id"][:48],
-                short(s.get("last_event_at"), 19),
+                local_time(s.get("last_event_at"), relative),
                 s.get("prompts"),
                 s.get("tool_calls"),
                 short(s.get("model"), 20),
@@ -43,6 +79,8 @@ def sessions(
         ],
         ["SESSION", "LAST EVENT", "PROMPTS", "TOOLS", "MODEL", "CWD", "TITLE"],
     )
+    if page.get("next_cursor"):
+        typer.echo(f"(more: --cursor {page['next_cursor']})", err=True)
 
 
 @app.command()
@@ -72,6 +110,10 @@ def show(session: str, json: bool = typer.Option(False, "--json")) -> None:
     for t in s.get("inherited_turns") or []:
         typer.echo(f"{'inherited turn:':<15}{t['turn_id']} ({t['events']} events, owned by"
                    f" {t['owner']})")
+    turns = call("sessions.turns", {"id": s["id"], "limit": 1000})["turns"]
+    for i, turn in enumerate(turns, 1):
+        first = (turn.get("prompt") or "").strip().split("\n", 1)[0]
+        typer.echo(f"  {i:>3}. {short(first, 100)}")
     for src in s["sources"]:
         typer.echo(f"{'source:':<15}{src['path']}{' (gone)' if src['gone'] else ''}")
 
@@ -109,12 +151,51 @@ def events(
         typer.echo(f"(more: --since-id {result['next_since_id']})", err=True)
 
 
+def _session_place(
+    cfg: Any, session_id: str, cache: dict[str, tuple[str, str | None, str | None]]
+) -> tuple[str, str | None, str | None]:
+    """(short id, project root, cwd) of a session, asked of the daemon once."""
+    if session_id not in cache:
+        from .output import call_daemon
+
+        try:
+            s = call_daemon(cfg, "sessions.get", {"id": session_id})["session"]
+            root, cwd = s.get("project_root"), s.get("cwd")
+        except typer.Exit:
+            root = cwd = None
+        cache[session_id] = (session_id.split(":", 1)[-1][:8], root, cwd)
+    return cache[session_id]
+
+
+def _live_line(ev: dict[str, Any], where: tuple[str, str | None, str | None] | None) -> str:
+    """A live event on a terminal: its session (short id, project) and the same one-line
+    step summary as `log`."""
+    from .search import step_line
+
+    short_id, root, cwd = where or (ev["session_id"][:8], None, None)
+    project = (root or cwd or "").rstrip("/").rsplit("/", 1)[-1]
+    kind = ev["kind"]
+    if kind in ("read", "edit", "command"):
+        step = {"kind": kind, "tool": ev.get("tool"), "op": ev.get("op"),
+                "summary": ev.get("rel_path") or ev.get("path") or ev.get("command") or "",
+                "exit_code": ev.get("exit_code"), "duration_ms": ev.get("duration_ms")}
+        detail = step_line(step)
+    elif kind in ("prompt", "message"):
+        detail = ("> " if kind == "prompt" else "< ") + short(ev.get("text"), 100)
+    else:
+        detail = f"{kind} {ev.get('tool') or ''}".rstrip()
+    when = (ev.get("ts") or "")[11:19]
+    return f"{when}  {short_id}  {short(project, 16):<16}  {detail}"
+
+
 @app.command()
 def tail(
     count: int = typer.Option(0, "--count", help="Stop after this many events (0: follow forever)."),
     since_id: int | None = typer.Option(None, "--since-id", help="Replay from this id first."),
     session: str | None = typer.Option(None, "--session"),
     kind: list[str] = typer.Option([], "--kind"),
+    project: str | None = typer.Option(None, "--project", help="Only this project (root or cwd)."),
+    agent: str | None = typer.Option(None, "--agent", help="Only this agent."),
     json: bool = typer.Option(False, "--json", help="NDJSON, one event per line."),
 ) -> None:
     """Follow live events as they are ingested."""
@@ -127,6 +208,8 @@ def tail(
     if kind:
         params["kinds"] = kind
     seen = 0
+    tty = sys.stdout.isatty()
+    places: dict[str, tuple[str, str | None, str | None]] = {}
     try:
         with reporting_daemon_errors(), Client(cfg.socket_path, timeout=None) as client:
             for msg in client.subscribe(params):
@@ -136,8 +219,16 @@ def tail(
                 if msg.get("method") != "event":
                     continue
                 ev = msg["params"]
+                if agent and ev.get("adapter") != agent:
+                    continue
+                where = _session_place(cfg, ev["session_id"], places) if (
+                    project or (tty and not json)) else None
+                if project and (where is None or project not in (where[1], where[2])):
+                    continue
                 if json:
                     sys.stdout.write(orjson.dumps(ev).decode() + "\n")
+                elif tty:
+                    typer.echo(_live_line(ev, where))
                 else:
                     typer.echo(_event_line(ev))
                 sys.stdout.flush()
@@ -146,3 +237,31 @@ def tail(
                     return
     except KeyboardInterrupt:
         return
+
+
+@app.command()
+def usage(
+    since: str | None = typer.Option(None, "--since", help="7d, 12h, 30m or ISO time."),
+    until: str | None = typer.Option(None, "--until", help="Before this: a duration or ISO time."),
+    project: str | None = typer.Option(None, "--project", help="Project root."),
+    agent: str | None = typer.Option(None, "--agent"),
+    by: str = typer.Option("model", "--by", help="model, project, day or agent."),
+    json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Tokens used, in total and by model, project, day or agent."""
+    if by not in ("model", "project", "day", "agent"):
+        fail("--by must be model, project, day or agent")
+    params = {k: v for k, v in (("since", since), ("until", until), ("project", project),
+                                ("agent", agent)) if v}
+    r = call("usage.summary", params)
+    if json:
+        emit_json(r)
+        return
+    fields = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+              "reasoning_tokens", "total_tokens")
+    rows = [[short(row[by], 50), row["sessions"], row["responses"], *(row[f] for f in fields)]
+            for row in r[f"by_{by}"]]
+    rows.append(["(total)", r["totals"]["sessions"], r["totals"]["responses"],
+                 *(r["totals"][f] for f in fields)])
+    print_table(rows, [by.upper(), "SESSIONS", "RESPONSES", "INPUT", "OUTPUT", "CACHE READ",
+                       "CACHE WRITE", "REASONING", "TOTAL"])

@@ -1,13 +1,26 @@
-"""Ingest of one source file: tail -> adapter -> derive -> scan -> a Batch for the store.
+"""Ingest of one source: tail -> adapter -> derive -> scan -> a Batch for the store.
 
 This is the glue between the pure stages (adapters, derivation, scanning) and the
-tail-reader. It holds the in-memory cursors; the daemon commits each Batch (events and
-the cursors that cover them) in one transaction.
+readers. It holds the in-memory cursors; the daemon commits each Batch (events and the
+cursors that cover them) in one transaction. Per mode (sources.py):
+
+* ``jsonl``: the tail-reader (tail.py), at most ``budget_bytes`` per round;
+* ``document``: the whole file, when its hash changed, with the adapter's state kept
+  across versions (so a rewrite costs what changed);
+* ``sqlite``: one ``OpenCodeDB.poll`` per round (at most 500 rows and ``budget_bytes``
+  of data), its reader cursor kept in ``Cursor.state`` beside the adapter's state and
+  committed with the records; a busy database is retried later (``FileRound.retry_after``);
+* ``memory``: size and hash only.
+
+Sidecars (Gemini ``.project_root``, Copilot ``workspace.yaml``) are read here, with the
+transcript they describe: their content seeds the adapter's state and their records
+follow the transcript's own, so the adapters never read a file.
 """
 
 from __future__ import annotations
 
 import os
+import stat as stat_mod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -15,17 +28,100 @@ from typing import Any, Protocol
 import orjson
 import structlog
 
-from ..adapters import ADAPTERS, Adapter
-from ..events import MAX_STORED_TEXT_CHARS, Drift, Event, SessionFacts, SpawnPoint, TurnFacts
+from ..adapters import ADAPTERS, Adapter, copilot, gemini, opencode
+from ..events import (
+    MAX_STORED_TEXT_CHARS,
+    Drift,
+    Event,
+    Record,
+    SessionFacts,
+    SpawnPoint,
+    TurnFacts,
+)
 from ..store import Batch, DocumentFacts, utc_now
 from . import fingerprint, sources, tail
 from .cursor import Cursor
+from .opencode_db import OpenCodeDB
 
 log = structlog.get_logger("agentsrc.ingest")
 
 # Skip reason (a key of Cursor.skipped) for a line or document the adapter raised on:
 # adapters do not catch their own bugs, ingest counts them here and goes on.
 ADAPTER_ERROR = "adapter_error"
+
+# The ingest layer's own entry in the adapter state of a source with a sidecar: the
+# sidecar's stat when it was read, and what it said that later rounds still need.
+SIDECAR_KEY = "~sidecar"
+MAX_SIDECAR_BYTES = 64 * 1024
+# A busy or locked database is polled again after this long, doubling up to the cap.
+BUSY_RETRY_S = 0.1
+BUSY_RETRY_MAX_S = 5.0
+# The sqlite mode's Cursor.state: {"adapter": <adapter state>, "reader": <reader cursor>}
+ADAPTER_STATE = "adapter"
+READER_CURSOR = "reader"
+
+Stat = list[int]  # [dev, ino, size, mtime_ns]: JSON-friendly, compared as a whole
+
+
+def _stat(path: str) -> Stat | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _read_small(path: str) -> str | None:
+    """A sidecar's text, or None (missing, not a regular file, too large, not UTF-8)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_SIDECAR_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_SIDECAR_BYTES:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _gemini_sidecar(
+    text: str, path: str, state: dict[str, Any], held: dict[str, Any]
+) -> list[Record]:
+    """``tmp/<project>/.project_root``: the project root becomes the chats' cwd."""
+    gemini.seed_cwd(state, gemini.parse_project_root(text))
+    return []
+
+
+def _copilot_sidecar(
+    text: str, path: str, state: dict[str, Any], held: dict[str, Any]
+) -> list[Record]:
+    """``workspace.yaml``: SessionFacts (cwd, times, a title) and the cwd for the log's
+    events until the log names its own. The title is kept: it wins over the first
+    prompt's whenever a round emits that one (see ``_ingest_jsonl``)."""
+    records = copilot.workspace_records(text, path)
+    for rec in records:
+        if isinstance(rec, SessionFacts):
+            copilot.seed_cwd(state, rec.cwd)
+            held["session"] = [rec.session_id, rec.native_id]
+            held["title"] = rec.title
+    return records
+
+
+SidecarReader = Callable[[str, str, dict[str, Any], dict[str, Any]], list[Record]]
+SIDECAR_READERS: dict[str, SidecarReader] = {"gemini": _gemini_sidecar, "copilot": _copilot_sidecar}
+# Rows of an agent's database -> records (the adapter's pure entry point for rows).
+ROW_READERS: dict[str, Callable[[str, list[dict[str, Any]], str, dict[str, Any]], list[Record]]] = {
+    "opencode": opencode.records_from_rows
+}
 
 
 class DeriveStage(Protocol):
@@ -57,6 +153,7 @@ class FileRound:
     more: bool = False
     gone: bool = False
     deferred: bool = False  # a line over BIG_LINE_BYTES is next: read it later
+    retry_after: float | None = None  # busy (a locked database): try again in this many s
 
 
 @dataclass
@@ -68,6 +165,24 @@ class Ingestor:
     cursors: dict[str, Cursor] = field(default_factory=dict)
     defer_big_lines: bool = False  # set while a backfill worker runs (see ingest/workers.py)
     adapters: Mapping[str, Adapter] = field(default_factory=lambda: ADAPTERS)
+    # The sqlite mode's readers, one per database, kept open between polls (their
+    # connection's data_version tells a commit apart from nothing), and which of them
+    # were caught up at their last poll.
+    readers: dict[str, OpenCodeDB] = field(default_factory=dict)
+    caught_up: set[str] = field(default_factory=set)
+    busy: dict[str, float] = field(default_factory=dict)  # path -> the next retry delay
+
+    def take_over(self, old: Ingestor) -> None:
+        """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
+        self.cursors = old.cursors
+        self.defer_big_lines = old.defer_big_lines
+        self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
+
+    def close(self) -> None:
+        for db in self.readers.values():
+            db.close()
+        self.readers.clear()
+        self.caught_up.clear()
 
     def cursor_for(self, spec: sources.SourceSpec) -> Cursor:
         c = self.cursors.get(spec.path)
@@ -80,7 +195,16 @@ class Ingestor:
         c = self.cursors.get(spec.path)
         if c is None or c.gone_at is not None:
             return True
+        if spec.mode == sources.SQLITE:
+            # Two stats and one pragma on the open reader; a first poll after a start.
+            db = self.readers.get(spec.path)
+            if db is None or spec.path not in self.caught_up:
+                return True
+            return db.changed()
         if (st.st_dev, st.st_ino) != (c.dev, c.ino):
+            return True
+        sidecar = sources.sidecar_of(spec)
+        if sidecar is not None and _stat(sidecar) != _sidecar_held(c).get("sig"):
             return True
         if spec.mode == sources.JSONL:
             return st.st_size != c.offset or st.st_mtime_ns != c.mtime_ns
@@ -101,6 +225,8 @@ class Ingestor:
             rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes)
         elif spec.mode == sources.DOCUMENT:
             rnd = self._ingest_document(spec, cursor, batch)
+        elif spec.mode == sources.SQLITE:
+            rnd = self._ingest_sqlite(spec, cursor, batch, budget_bytes)
         else:
             rnd = self._ingest_memory(spec, cursor, batch)
         if rnd.gone:
@@ -122,10 +248,15 @@ class Ingestor:
         start_offset = cursor.offset
         produced: list[Event] = []
         sessions_seen: set[str] = set()
+        side: list[Record] = []  # the sidecar's records, routed after the lines'
+        titled = False
+        side += self._sidecar(spec, cursor)[1]
 
         def on_line(line: tail.Line) -> None:
-            if cursor.state is None:
+            nonlocal titled
+            if cursor.state is None:  # a new file, or one the tail-reader just reset
                 cursor.state = adapter.initial_state(spec.path)
+                side.extend(self._sidecar(spec, cursor)[1])
             try:
                 records = adapter.parse(line.obj, line.offset, spec.path, cursor.state)
             except Exception as exc:
@@ -133,6 +264,8 @@ class Ingestor:
                 return
             prefix = f"{spec.path}@{line.offset}."
             for rec in records:
+                if isinstance(rec, SessionFacts) and rec.title:
+                    titled = True
                 self._route(rec, spec.path, prefix, line.crc, produced, sessions_seen, batch)
 
         result = tail.read_new_lines(
@@ -150,6 +283,10 @@ class Ingestor:
         if result.reset:
             log.info("source_reset", path=spec.path, reason=result.reset)
         rnd.bytes = max(0, cursor.offset - (0 if result.reset else start_offset))
+        if titled and not any(isinstance(r, SessionFacts) and r.title for r in side):
+            side += _sidecar_title(cursor)
+        for rec in side:
+            self._route(rec, spec.path, "\0", 0, produced, sessions_seen, batch)
         self._finish(produced, sessions_seen, spec.path, batch)
         if not result.gone:  # a vanished file's cursor is saved by ingest() (gone_at)
             batch.cursors[spec.path] = cursor
@@ -216,9 +353,7 @@ class Ingestor:
         for sid in sessions_seen:
             batch.session_sources.add((sid, path))
 
-    def _ingest_document(
-        self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch
-    ) -> FileRound:
+    def _ingest_document(self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch) -> FileRound:
         rnd = FileRound(spec.path)
         data, st = tail.read_document(spec.path, self.max_line_bytes)
         if st is None:
@@ -234,8 +369,11 @@ class Ingestor:
         if data is None:
             cursor.skipped[tail.OVERSIZE] = cursor.skipped.get(tail.OVERSIZE, 0) + 1
             return rnd
+        side_changed, side = self._sidecar(spec, cursor)
         digest = fingerprint.content_hash(data)
-        if digest == cursor.head_hash:
+        if digest == cursor.head_hash and not side_changed:
+            # Unchanged (a sidecar that changed makes the adapter look again: the new
+            # cwd then reaches the session's facts).
             return rnd
         cursor.head_hash = digest
         cursor.head_len = 0  # documents are identified by their whole hash
@@ -265,6 +403,95 @@ class Ingestor:
         self._finish(produced, sessions_seen, spec.path, batch)
         return rnd
 
+    # ---- sidecars ----------------------------------------------------------------
+
+    def _sidecar(self, spec: sources.SourceSpec, cursor: Cursor) -> tuple[bool, list[Record]]:
+        """Read the source's sidecar when it changed since its stat was recorded in the
+        adapter state (or the state is new): seed the state, and return (changed, its
+        records). The stat goes into the state, so it is committed with the cursor."""
+        path = sources.sidecar_of(spec)
+        reader = SIDECAR_READERS.get(spec.adapter)
+        if path is None or reader is None:
+            return False, []
+        if cursor.state is None:
+            cursor.state = self.adapters[spec.adapter].initial_state(spec.path)
+        sig = _stat(path)
+        if SIDECAR_KEY in cursor.state and sig == _sidecar_held(cursor).get("sig"):
+            return False, []
+        held: dict[str, Any] = {"sig": sig}
+        records: list[Record] = []
+        text = _read_small(path) if sig is not None else None
+        if text is not None:
+            records = reader(text, path, cursor.state, held)
+        cursor.state[SIDECAR_KEY] = held
+        return True, records
+
+    # ---- databases -----------------------------------------------------------------
+
+    def _ingest_sqlite(
+        self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch, budget: int
+    ) -> FileRound:
+        """One poll of an agent's database: what changed since the reader cursor, at
+        most ``budget`` bytes of data. The reader cursor and the adapter state are
+        committed with the records, in ``Cursor.state``."""
+        rnd = FileRound(spec.path)
+        path = spec.path
+        db = self.readers.get(path)
+        if db is None:
+            db = self.readers[path] = OpenCodeDB(path, max_bytes=budget)
+        elif path in self.caught_up and path not in self.busy and not db.changed():
+            return rnd  # woken by our own read mark in -shm, or a stat with no commit
+        held = cursor.state if isinstance(cursor.state, dict) else {}
+        result = db.poll(held.get(READER_CURSOR))
+        if result.gone:
+            db.close()
+            del self.readers[path]
+            self.caught_up.discard(path)
+            self.busy.pop(path, None)
+            rnd.gone = True
+            return rnd
+        if result.busy:
+            # Locked (a writer in rollback mode, a WAL recovery): nothing was read and
+            # the cursor is unchanged. The loop goes on with other files meanwhile.
+            delay = self.busy.get(path, BUSY_RETRY_S)
+            self.busy[path] = min(BUSY_RETRY_MAX_S, delay * 2)
+            rnd.retry_after = delay
+            log.info("source_busy", path=path, retry_s=delay)
+            return rnd
+        self.busy.pop(path, None)
+        for reason, n in result.errors.items():
+            cursor.skipped[reason] = cursor.skipped.get(reason, 0) + n
+        adapter_state = held.get(ADAPTER_STATE)
+        if result.reset:
+            fingerprint.reset_cursor(cursor)  # a new generation, a fresh adapter state
+            rnd.reset = result.reset
+            log.info("source_reset", path=path, reason=result.reset)
+            adapter_state = None
+        if not isinstance(adapter_state, dict):
+            adapter_state = self.adapters[spec.adapter].initial_state(path)
+        rows_to_records = ROW_READERS[spec.adapter]
+        produced: list[Event] = []
+        sessions_seen: set[str] = set()
+        for page in result.pages:
+            for rec in rows_to_records(page.table, page.rows, path, adapter_state):
+                self._route(rec, path, "\0", 0, produced, sessions_seen, batch)
+        self._finish(produced, sessions_seen, path, batch)
+        cursor.state = {ADAPTER_STATE: adapter_state, READER_CURSOR: result.cursor}
+        cursor.lines += result.rows
+        st = _stat(path)
+        if st is not None:
+            cursor.dev, cursor.ino, cursor.size, cursor.mtime_ns = st
+        # offset == size says "caught up at that size", as for the other modes.
+        size = cursor.size or 0
+        cursor.offset = size if not result.more else min(cursor.offset, size)
+        rnd.more = result.more
+        if result.more:
+            self.caught_up.discard(path)
+        else:
+            self.caught_up.add(path)
+        batch.cursors[path] = cursor
+        return rnd
+
     def _ingest_memory(self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch) -> FileRound:
         rnd = FileRound(spec.path)
         facts = tail.hash_file(spec.path)
@@ -291,6 +518,21 @@ class Ingestor:
         )
         rnd.bytes = size
         return rnd
+
+
+def _sidecar_held(cursor: Cursor) -> dict[str, Any]:
+    held = cursor.state.get(SIDECAR_KEY) if isinstance(cursor.state, dict) else None
+    return held if isinstance(held, dict) else {}
+
+
+def _sidecar_title(cursor: Cursor) -> list[Record]:
+    """The sidecar's title again (Copilot's summary, or the name the user gave), after
+    a round whose lines titled the session from its first prompt: the sidecar's wins."""
+    held = _sidecar_held(cursor)
+    title, session = held.get("title"), held.get("session")
+    if not (isinstance(title, str) and title and isinstance(session, list) and len(session) == 2):
+        return []
+    return [SessionFacts(str(session[0]), cursor.adapter, str(session[1]), title=title)]
 
 
 def _count_adapter_error(cursor: Cursor, exc: Exception, offset: int | None = None) -> None:

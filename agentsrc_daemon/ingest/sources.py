@@ -1,23 +1,40 @@
-"""The paths provider: which files under the three roots are sources, and of what kind.
+"""The paths provider: which files under the agents' roots are sources, and of what mode.
 
 A source is one of:
-* ``jsonl``: an append-only transcript, tailed line by line from a persisted offset;
-* ``document``: a whole-file JSON document re-read when it changes (Codex legacy
-  ``.json`` rollouts, Claude subagent ``.meta.json``, Muse ``sessions.json``);
+* ``jsonl``: an append-only transcript, tailed line by line from a persisted offset
+  (Codex, Claude Code, Muse, Copilot ``events.jsonl``, Gemini ``.jsonl`` chats);
+* ``document``: a whole-file JSON document re-read when it changes, with the adapter's
+  per-file state kept across its versions (Codex legacy ``.json`` rollouts, Claude
+  subagent ``.meta.json``, Muse ``sessions.json``, Gemini ``.json`` chats, Copilot
+  ``history-session-state``, OpenCode's JSON tree);
+* ``sqlite``: an OpenCode database read through ``ingest/opencode_db.py`` from a
+  persisted keyset cursor;
 * ``memory``: an agent memory file, tracked by size and content hash only.
+
+Some files are not sources but matter to one: a **sidecar** is read by the ingest layer
+with its transcript (Gemini's ``.project_root``, Copilot's ``workspace.yaml``: see
+``sidecar_of``), and a database's ``-wal``/``-shm`` files change when it does. A change
+to either wakes the source it belongs to (``dependents``).
+
+Nothing else under a root is ever opened: not the agents' credentials (OpenCode's
+``auth.json`` and ``mcp-auth.json``, Gemini's ``oauth_creds.json``, Copilot's
+``config.json``), logs, caches or git stores. The walk only descends into directories
+that can hold sources (``_descends``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 JSONL = "jsonl"
 DOCUMENT = "document"
+SQLITE = "sqlite"
 MEMORY = "memory"
+MODES = (JSONL, DOCUMENT, SQLITE, MEMORY)
 
 # Largest document/memory file we read whole.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
@@ -33,31 +50,79 @@ _CODEX_DOC = re.compile(r"^(?:sessions|archived_sessions)/(?:.+/)?rollout-[^/]+\
 _CODEX_MEMORY = re.compile(r"^(?:AGENTS\.md|AGENTS\.override\.md|memories/.+)$")
 _MUSE_JSONL = re.compile(r"^[^/]+/sessions/[^/]+\.jsonl$")
 _MUSE_DOC = re.compile(r"^[^/]+/sessions/sessions\.json$")
+# Gemini CLI, relative to ~/.gemini (docs/formats.md, "Gemini CLI").
+_GEMINI_JSONL = re.compile(r"^tmp/[^/]+/chats/(?:session-[^/]+|[^/]+/[^/]+)\.jsonl$")
+_GEMINI_DOC = re.compile(r"^tmp/[^/]+/chats/session-[^/]+\.json$")
+_GEMINI_MEMORY = re.compile(
+    r"^(?:GEMINI\.md|tmp/[^/]+/(?:logs\.json|checkpoint-[^/]+\.json|memory/.+))$"
+)
+_GEMINI_SIDECAR = re.compile(r"^tmp/[^/]+/\.project_root$")
+# GitHub Copilot CLI, relative to ~/.copilot.
+_COPILOT_JSONL = re.compile(r"^session-state/[^/]+(?:/events)?\.jsonl$")
+_COPILOT_DOC = re.compile(r"^history-session-state/session_[^/]+\.json$")
+_COPILOT_MEMORY = re.compile(r"^(?:copilot-instructions\.md|instructions/[^/]+\.instructions\.md)$")
+_COPILOT_SIDECAR = re.compile(r"^session-state/[^/]+/workspace\.yaml$")
+# OpenCode, relative to its data dir.
+_OC_ID = r"[A-Za-z0-9_-]+"
+_OPENCODE_DB = re.compile(r"^opencode(?:-[A-Za-z0-9._-]+)?\.db$")
+_OPENCODE_DB_SIDE = re.compile(r"^(opencode(?:-[A-Za-z0-9._-]+)?\.db)-(?:wal|shm)$")
+_OPENCODE_DOC = re.compile(
+    rf"^(?:storage/session/[^/]+/ses_{_OC_ID}\.json"
+    rf"|storage/message/ses_{_OC_ID}/msg_{_OC_ID}\.json"
+    rf"|storage/part/msg_{_OC_ID}/prt_{_OC_ID}\.json"
+    rf"|project/[^/]+/storage/session/info/ses_{_OC_ID}\.json"
+    rf"|project/[^/]+/storage/session/message/ses_{_OC_ID}/msg_{_OC_ID}\.json"
+    rf"|project/[^/]+/storage/session/part/ses_{_OC_ID}/msg_{_OC_ID}/prt_{_OC_ID}\.json)$"
+)
 
-# Directories never worth descending into (the tailer ignores them anyway).
+# Directories never worth descending into, for the agents that have no rule of their own.
 _SKIP_DIRS = {"tool-results", "node_modules", ".git", "log", "cache", "tmp"}
+# The directories (relative to the root) that can hold an agent's sources; nothing else
+# under those roots is walked. Gemini keeps everything under tmp/, which is why the
+# name-based skip above is not theirs.
+_DESCEND: dict[str, re.Pattern[str]] = {
+    "gemini": re.compile(r"^tmp(?:/[^/]+(?:/chats(?:/[^/]+)?|/memory(?:/.+)?)?)?$"),
+    "copilot": re.compile(r"^(?:session-state(?:/[^/]+)?|history-session-state|instructions)$"),
+    "opencode": re.compile(
+        r"^(?:storage(?:/(?:session|message|part)(?:/[^/]+)?)?"
+        r"|project(?:/[^/]+(?:/storage(?:/session(?:/(?:info|message(?:/[^/]+)?"
+        r"|part(?:/[^/]+(?:/[^/]+)?)?))?)?)?)?)$"
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class SourceSpec:
     path: str
-    adapter: str  # codex | claude-code | muse
-    mode: str  # jsonl | document | memory
+    adapter: str  # one of events.AGENTS
+    mode: str  # jsonl | document | sqlite | memory
     root: str
 
 
-def classify(path: str, roots: dict[str, Path]) -> SourceSpec | None:
-    """What ``path`` is, given the adapter roots; None when it is not a source."""
+def _relative(path: str, roots: Mapping[str, Path]) -> Iterator[tuple[str, str, str]]:
+    """(adapter, root, path relative to it) for every root ``path`` is under."""
     for adapter, root in roots.items():
         root_s = str(root)
-        if not (path.startswith(root_s + os.sep)):
+        if not path.startswith(root_s + os.sep):
             continue
         rel = path[len(root_s) + 1 :]
         if os.sep != "/":  # pragma: no cover - POSIX only today
             rel = rel.replace(os.sep, "/")
+        yield adapter, root_s, rel
+
+
+def classify(
+    path: str, roots: Mapping[str, Path], extra: Mapping[str, str] | None = None
+) -> SourceSpec | None:
+    """What ``path`` is, given the adapter roots (and ``extra``: source files named
+    outside the roots' layouts, path -> adapter, such as $OPENCODE_DB); None when it
+    is not a source."""
+    for adapter, root_s, rel in _relative(path, roots):
         mode = _mode_for(adapter, rel)
         if mode is not None:
             return SourceSpec(path=path, adapter=adapter, mode=mode, root=root_s)
+    if extra and path in extra:
+        return SourceSpec(path, extra[path], SQLITE, os.path.dirname(path))
     return None
 
 
@@ -81,33 +146,152 @@ def _mode_for(adapter: str, rel: str) -> str | None:
             return DOCUMENT
         if _MUSE_JSONL.match(rel):
             return JSONL
+    elif adapter == "gemini":
+        if _GEMINI_JSONL.match(rel):
+            return JSONL
+        if _GEMINI_DOC.match(rel):
+            return DOCUMENT
+        if _GEMINI_MEMORY.match(rel):
+            return MEMORY
+    elif adapter == "copilot":
+        if _COPILOT_JSONL.match(rel):
+            return JSONL
+        if _COPILOT_DOC.match(rel):
+            return DOCUMENT
+        if _COPILOT_MEMORY.match(rel):
+            return MEMORY
+    elif adapter == "opencode":
+        if _OPENCODE_DB.match(rel):
+            return SQLITE
+        if _OPENCODE_DOC.match(rel):
+            return DOCUMENT
     return None
 
 
-def walk_sources(root: Path, roots: dict[str, Path]) -> Iterator[tuple[SourceSpec, os.stat_result]]:
-    """Every source under ``root`` with its stat, without following symlinks."""
-    stack = [str(root)]
+# ---- sidecars and side files -----------------------------------------------------------
+
+
+def sidecar_of(spec: SourceSpec) -> str | None:
+    """The sidecar the ingest layer reads with this source: a Gemini chat's project
+    ``.project_root``, a Copilot ``events.jsonl``'s ``workspace.yaml``. The path is given
+    whether the file exists or not."""
+    if spec.mode not in (JSONL, DOCUMENT):
+        return None
+    rel = spec.path[len(spec.root) + 1 :]
+    if spec.adapter == "gemini" and rel.startswith("tmp/"):
+        project = rel.split("/", 2)[1]
+        return os.path.join(spec.root, "tmp", project, ".project_root")
+    if spec.adapter == "copilot" and spec.mode == JSONL and rel.endswith("/events.jsonl"):
+        return os.path.join(os.path.dirname(spec.path), "workspace.yaml")
+    return None
+
+
+def dependents(
+    path: str, roots: Mapping[str, Path], extra: Mapping[str, str] | None = None
+) -> list[SourceSpec]:
+    """The sources a change to ``path`` (not itself a source) concerns: a database's
+    ``-wal``/``-shm`` wake the database, a sidecar wakes the transcripts it describes.
+    Only sources that exist are returned (a sidecar written before its transcript wakes
+    nothing: the transcript's own creation will)."""
+    base = os.path.basename(path)
+    for suffix in ("-wal", "-shm"):
+        if base.endswith(suffix):
+            db = path[: -len(suffix)]
+            spec = classify(db, roots, extra)
+            if spec is not None and spec.mode == SQLITE and os.path.exists(db):
+                return [spec]
+            return []
+    out: list[SourceSpec] = []
+    for adapter, _root, rel in _relative(path, roots):
+        if adapter == "copilot" and _COPILOT_SIDECAR.match(rel):
+            events = os.path.join(os.path.dirname(path), "events.jsonl")
+            spec = classify(events, roots, extra)
+            if spec is not None and os.path.isfile(events):
+                out.append(spec)
+        elif adapter == "gemini" and _GEMINI_SIDECAR.match(rel):
+            chats = os.path.join(os.path.dirname(path), "chats")
+            if os.path.isdir(chats):
+                out += [
+                    spec
+                    for spec, _ in walk_sources(Path(chats), roots, extra)
+                    if sidecar_of(spec) == path
+                ]
+    return out
+
+
+# ---- walking -------------------------------------------------------------------------------
+
+
+def _owner(directory: str, roots: Mapping[str, Path]) -> tuple[str, str] | None:
+    """(adapter, path relative to its root) of a directory under a root; the most
+    specific root wins. ("", "") for a root itself."""
+    best: tuple[str, str, int] | None = None
+    for adapter, root in roots.items():
+        root_s = str(root)
+        if directory == root_s:
+            return adapter, ""
+        if directory.startswith(root_s + os.sep) and (best is None or len(root_s) > best[2]):
+            best = (adapter, directory[len(root_s) + 1 :].replace(os.sep, "/"), len(root_s))
+    return (best[0], best[1]) if best else None
+
+
+def _descends(directory: str, name: str, roots: Mapping[str, Path]) -> bool:
+    """Whether the walk goes into ``directory`` (named ``name``)."""
+    owner = _owner(directory, roots)
+    if owner is None:
+        return name not in _SKIP_DIRS
+    adapter, rel = owner
+    rule = _DESCEND.get(adapter)
+    if rule is None:
+        return name not in _SKIP_DIRS
+    return rel == "" or bool(rule.match(rel))
+
+
+def walk_sources(
+    root: Path, roots: Mapping[str, Path], extra: Mapping[str, str] | None = None
+) -> Iterator[tuple[SourceSpec, os.stat_result]]:
+    """Every source under ``root`` with its stat, without following symlinks. The files
+    of a directory come before its subdirectories' (an OpenCode database before the JSON
+    tree beside it)."""
+    start = str(root)
+    if not _descends(start, os.path.basename(start), roots):
+        return
+    stack = [start]
     while stack:
         d = stack.pop()
         try:
             it = os.scandir(d)
         except OSError:
             continue
+        subdirs: list[str] = []
         with it:
             for entry in it:
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in _SKIP_DIRS:
-                            stack.append(entry.path)
+                        if _descends(entry.path, entry.name, roots):
+                            subdirs.append(entry.path)
                         continue
                     if not entry.is_file(follow_symlinks=False):
                         continue
-                    spec = classify(entry.path, roots)
+                    spec = classify(entry.path, roots, extra)
                     if spec is None:
                         continue
                     yield spec, entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+        stack.extend(sorted(subdirs, reverse=True))
+
+
+def walk_extra(extra: Mapping[str, str]) -> Iterator[tuple[SourceSpec, os.stat_result]]:
+    """The extra source files ($OPENCODE_DB) that exist, with their stat."""
+    for path in extra:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        spec = classify(path, {}, extra)
+        if spec is not None and os.path.isfile(path):
+            yield spec, st
 
 
 def count_directories(root: Path) -> int:
@@ -128,8 +312,11 @@ def count_directories(root: Path) -> int:
 
 
 def project_of_memory(spec: SourceSpec) -> str | None:
-    """The project a memory file belongs to: Claude's encoded project dir name."""
+    """The project a memory file belongs to: Claude's encoded project dir name, Gemini's
+    project directory (a slug or the root's hash)."""
+    rel = spec.path[len(spec.root) + 1 :]
     if spec.adapter == "claude-code":
-        rel = spec.path[len(spec.root) + 1 :]
         return rel.split("/", 1)[0]
+    if spec.adapter == "gemini" and rel.startswith("tmp/"):
+        return rel.split("/", 2)[1]
     return None

@@ -5,8 +5,10 @@ inotify drops events under load (and watchdog drops IN_Q_OVERFLOW silently), the
 daemon also runs a stat-based reconcile scan (see daemon.py): the watcher is a latency
 optimisation, the reconcile is what makes it correct.
 
-A root that does not exist yet is checked for on every ``check_roots`` call and watched
-as soon as it appears. When inotify runs out of watches (ENOSPC) or instances (EMFILE),
+What is watched is a list of watch points (config.WatchPoint): a root recursively, or,
+for the agents whose home holds large trees we never read, the root's own entries plus
+the subdirectories that hold sources. A point that does not exist yet is checked for
+on every ``check_roots`` call and watched as soon as it appears. When inotify runs out of watches (ENOSPC) or instances (EMFILE),
 that root falls back to a polling observer and a warning names the sysctl to raise.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import structlog
@@ -33,6 +35,8 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
+
+from ..config import WatchPoint
 
 log = structlog.get_logger("agentsrc.watch")
 
@@ -101,11 +105,15 @@ class _Handler(FileSystemEventHandler):
 
 
 class Watcher:
-    def __init__(self, roots: dict[str, Path], dirty: DirtySet) -> None:
-        self.roots = roots
+    def __init__(self, roots: Mapping[str, Path] | Iterable[WatchPoint], dirty: DirtySet) -> None:
+        """``roots``: agent -> root (each watched recursively), or the watch points."""
+        if isinstance(roots, Mapping):
+            self.points = [WatchPoint(agent, root) for agent, root in roots.items()]
+        else:
+            self.points = list(roots)
         self.dirty = dirty
         self.observers: dict[str, BaseObserver] = {}
-        self.modes: dict[str, str] = {}  # root -> inotify | polling | missing
+        self.modes: dict[str, str] = {}  # watch point -> inotify | polling | missing
         self._on_root_appeared: Callable[[Path], None] | None = None
 
     def start(self, on_root_appeared: Callable[[Path], None] | None = None) -> None:
@@ -113,9 +121,10 @@ class Watcher:
         self.check_roots(initial=True)
 
     def check_roots(self, *, initial: bool = False) -> list[Path]:
-        """Watch roots that exist and are not watched yet. Returns the newly watched."""
+        """Watch points that exist and are not watched yet. Returns the newly watched."""
         appeared: list[Path] = []
-        for name, root in self.roots.items():
+        for point in self.points:
+            name, root = point.agent, point.path
             key = str(root)
             obs = self.observers.get(key)
             if obs is not None:
@@ -128,7 +137,7 @@ class Watcher:
                     log.info("root_missing", agent=name, root=key)
                 self.modes[key] = "missing"
                 continue
-            self._watch(name, root)
+            self._watch(name, root, point.recursive)
             if not initial:
                 log.info("root_appeared", agent=name, root=key)
                 appeared.append(root)
@@ -136,12 +145,12 @@ class Watcher:
                     self._on_root_appeared(root)
         return appeared
 
-    def _watch(self, name: str, root: Path) -> None:
+    def _watch(self, name: str, root: Path, recursive: bool = True) -> None:
         key = str(root)
         handler = _Handler(self.dirty)
         obs: BaseObserver = Observer()
         try:
-            obs.schedule(handler, key, recursive=True, event_filter=EVENT_FILTER)
+            obs.schedule(handler, key, recursive=recursive, event_filter=EVENT_FILTER)
             obs.start()
             self.modes[key] = "inotify"
         except OSError as exc:
@@ -158,7 +167,7 @@ class Watcher:
             else:
                 log.warning("watch_failed_polling", agent=name, root=key, error=str(exc))
             obs = PollingObserver(timeout=POLL_INTERVAL_S)
-            obs.schedule(handler, key, recursive=True)
+            obs.schedule(handler, key, recursive=recursive)
             obs.start()
             self.modes[key] = "polling"
         self.observers[key] = obs

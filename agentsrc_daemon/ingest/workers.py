@@ -40,6 +40,8 @@ IN_FLIGHT_PER_WORKER = 3
 # The daemon's thread also commits everything, so it parses only a share of the rounds:
 # with one worker, about one round in three (it waits for the workers otherwise).
 MAIN_SHARE_INVERSE = 2
+# Which source modes a worker reads (not databases: see place()).
+WORKER_MODES = frozenset({sources.JSONL, sources.DOCUMENT, sources.MEMORY})
 
 
 def min_backlog_bytes() -> int:
@@ -147,9 +149,7 @@ class BackfillPool:
         if not self.has_room:
             return False
         try:
-            self.in_flight[spec.path] = self._executor.submit(
-                _ingest_round, spec, cursor, budget
-            )
+            self.in_flight[spec.path] = self._executor.submit(_ingest_round, spec, cursor, budget)
         except (BrokenProcessPool, RuntimeError) as exc:
             self._broke(exc)
             return False
@@ -249,6 +249,13 @@ class BackfillScheduler:
         it (or just took it), it is deferred, or the thread has done its share of the
         rounds and waited for the workers instead."""
         pool = self.pool
+        if pool is not None and spec.mode not in WORKER_MODES:
+            # Database rounds stay here: the daemon keeps the open read-only connection
+            # whose data_version tells it cheaply when the database changed, a round is
+            # one bounded read transaction (little parsing to spread), and a worker
+            # would reopen the database for every round.
+            self.rounds_here += 1
+            return True
         if pool is not None:
             if spec.path in pool.in_flight or spec.path in self.deferred:
                 return False

@@ -4,14 +4,19 @@ stream included: its params are checked here, by the same rules as events.list's
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from ..errors import RpcError
 from ..events import AGENTS, EVENT_KINDS
 from ..store import Reader
+from ..store.search import TITLE_KIND, QuerySyntaxError
 from .transport import INVALID_PARAMS, Handler, Subscription
 
 MAX_LIMIT = 10_000
@@ -67,6 +72,25 @@ def _next_since_id(rows: list[dict[str, Any]], limit: int) -> int | None:
     return rows[-1]["id"] if len(rows) == limit else None
 
 
+def _order(params: dict[str, Any]) -> tuple[int | None, bool]:
+    """``order`` (``asc``, the default: oldest first, paged with ``since_id``; or
+    ``desc``: newest first, paged back with ``before_id``) -> (before_id, newest first)."""
+    order = params.get("order", "asc")
+    if order not in ("asc", "desc", None):
+        raise RpcError(INVALID_PARAMS, "order must be 'asc' or 'desc'")
+    before = params.get("before_id")
+    before_id = None if before is None else _int_param(params, "before_id", 0, 1, MAX_EVENT_ID)
+    return before_id, order == "desc"
+
+
+def _page(rows: list[dict[str, Any]], limit: int, newest_first: bool) -> dict[str, Any]:
+    """The cursor of a list in either order: ``next_since_id`` oldest first,
+    ``next_before_id`` newest first."""
+    if newest_first:
+        return {"next_before_id": _next_since_id(rows, limit)}
+    return {"next_since_id": _next_since_id(rows, limit)}
+
+
 def _session(reader: Reader, params: dict[str, Any], name: str = "session_id") -> str | None:
     ident = _str_param(params, name)
     if ident is None:
@@ -82,14 +106,38 @@ def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     if agent is not None and agent not in AGENTS:
         raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
     limit = _int_param(params, "limit", 50, 1)
-    return {
-        "sessions": reader.sessions(
+    sort = params.get("sort", "last")
+    if sort not in Reader.SESSION_SORTS:
+        raise RpcError(INVALID_PARAMS, f"sort must be one of {', '.join(Reader.SESSION_SORTS)}")
+    after: tuple[Any, str] | None = None
+    cursor = _str_param(params, "cursor")
+    if cursor:
+        c = _decode_cursor(cursor)
+        if c.get("sort") != sort or "k" not in c or not isinstance(c.get("i"), str):
+            raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned for this sort")
+        after = (c["k"], c["i"])
+    try:
+        rows = reader.sessions(
             agent=agent,
             limit=limit,
             cwd=_str_param(params, "cwd"),
             project=_str_param(params, "project"),
+            since_ts=_since(params),
+            until_ts=_until(params),
+            model=_str_param(params, "model"),
+            search=_str_param(params, "search"),
+            sort=sort,
+            after=after,
         )
-    }
+    except QuerySyntaxError as exc:
+        raise RpcError(INVALID_PARAMS, f"bad search query: {exc}") from None
+    next_cursor = None
+    if len(rows) == limit:
+        k, i = rows[-1]["_key"]
+        next_cursor = _encode_cursor({"sort": sort, "k": k, "i": i})
+    for r in rows:
+        del r["_key"]
+    return {"sessions": rows, "next_cursor": next_cursor}
 
 
 def sessions_get(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +168,7 @@ _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def parse_since(value: str, now: datetime | None = None) -> str:
+def parse_since(value: str, now: datetime | None = None, name: str = "since") -> str:
     """A relative duration (30m, 12h, 7d, 2w) or an ISO timestamp -> ISO UTC (...Z)."""
     m = _DURATION.match(value.strip())
     now = now or datetime.now(UTC)
@@ -131,16 +179,16 @@ def parse_since(value: str, now: datetime | None = None) -> str:
             moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             raise RpcError(
-                INVALID_PARAMS, "since must be a duration like 7d, 12h, 30m or an ISO timestamp"
+                INVALID_PARAMS, f"{name} must be a duration like 7d, 12h, 30m or an ISO timestamp"
             ) from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _since(params: dict[str, Any]) -> str | None:
-    value = _str_param(params, "since")
-    return parse_since(value) if value else None
+def _since(params: dict[str, Any], name: str = "since") -> str | None:
+    value = _str_param(params, name)
+    return parse_since(value, name=name) if value else None
 
 
 def _file_events(kind: str) -> Handler:
@@ -149,6 +197,7 @@ def _file_events(kind: str) -> Handler:
         if agent is not None and agent not in AGENTS:
             raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
         limit = _int_param(params, "limit", 100, 1)
+        before_id, newest_first = _order(params)
         events = reader.file_events(
             kind,
             _str_param(params, "path"),
@@ -158,8 +207,10 @@ def _file_events(kind: str) -> Handler:
             since_ts=_since(params),
             since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
             limit=limit,
+            before_id=before_id,
+            newest_first=newest_first,
         )
-        return {"events": events, "next_since_id": _next_since_id(events, limit)}
+        return {"events": events, **_page(events, limit, newest_first)}
 
     return handler
 
@@ -172,6 +223,7 @@ def commands_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
         raise RpcError(INVALID_PARAMS, "exit_code must be an integer")
     limit = _int_param(params, "limit", 100, 1)
+    before_id, newest_first = _order(params)
     events = reader.commands(
         session_id=_session(reader, params),
         project=_str_param(params, "project"),
@@ -180,8 +232,10 @@ def commands_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
         since_ts=_since(params),
         since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
         limit=limit,
+        before_id=before_id,
+        newest_first=newest_first,
     )
-    return {"events": events, "next_since_id": _next_since_id(events, limit)}
+    return {"events": events, **_page(events, limit, newest_first)}
 
 
 def sessions_files(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +247,7 @@ def sessions_files(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
 
 def findings_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     limit = _int_param(params, "limit", 100, 1)
+    before_id, newest_first = _order(params)
     findings = reader.findings(
         session_id=_session(reader, params),
         path=_str_param(params, "path"),
@@ -201,8 +256,22 @@ def findings_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
         since_ts=_since(params),
         since_id=_int_param(params, "since_id", 0, 0, MAX_EVENT_ID),
         limit=limit,
+        before_id=before_id,
+        newest_first=newest_first,
     )
-    return {"findings": findings, "next_since_id": _next_since_id(findings, limit)}
+    return {"findings": findings, **_page(findings, limit, newest_first)}
+
+
+def usage_summary(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    agent = _str_param(params, "agent")
+    if agent is not None and agent not in AGENTS:
+        raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+    return reader.usage_summary(
+        since_ts=_since(params),
+        until_ts=_since(params, "until"),
+        project=_str_param(params, "project"),
+        agent=agent,
+    )
 
 
 def findings_report(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -236,6 +305,107 @@ def subscribe_backlog(
     )
 
 
+def _until(params: dict[str, Any]) -> str | None:
+    value = _str_param(params, "until")
+    if not value:
+        return None
+    try:
+        return parse_since(value)
+    except RpcError:
+        raise RpcError(
+            INVALID_PARAMS, "until must be a duration like 7d, 12h, 30m or an ISO timestamp"
+        ) from None
+
+
+def _encode_cursor(value: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(value)).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, orjson.JSONDecodeError):
+        raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned") from None
+    if not isinstance(value, dict):
+        raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned")
+    return value
+
+
+def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    q = _str_param(params, "q", required=True)
+    assert q is not None
+    agent = _str_param(params, "agent")
+    if agent is not None and agent not in AGENTS:
+        raise RpcError(INVALID_PARAMS, f"agent must be one of {', '.join(AGENTS)}")
+    kinds = params.get("kinds")
+    kind = params.get("kind")
+    if kind is not None:
+        kinds = [kind] if isinstance(kind, str) else kind
+    searchable = ("prompt", "message", "command", "read", "edit", "tool_call", TITLE_KIND)
+    if kinds is not None:
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise RpcError(INVALID_PARAMS, "kind must be a string or kinds a list of strings")
+        bad = [k for k in kinds if k not in searchable]
+        if bad:
+            raise RpcError(
+                INVALID_PARAMS, f"kind {bad[0]!r} is not searched", {"kinds": list(searchable)}
+            )
+    order = params.get("order", "rank")
+    if order not in ("rank", "recent"):
+        raise RpcError(INVALID_PARAMS, "order must be rank or recent")
+    limit = _int_param(params, "limit", 20, 1, 1000)
+    upto: int | None = None
+    now: str | None = None
+    after: tuple[float, int] | None = None
+    cursor = _str_param(params, "cursor")
+    if cursor:
+        c = _decode_cursor(cursor)
+        try:
+            upto, now, after = int(c["u"]), str(c["n"]), (float(c["s"]), int(c["i"]))
+        except (KeyError, TypeError, ValueError):
+            raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned") from None
+        if c.get("o", "rank") != order:
+            raise RpcError(INVALID_PARAMS, "cursor was returned for another order")
+    try:
+        result = reader.search(
+            q,
+            agent=agent,
+            project=_str_param(params, "project"),
+            session_id=_session(reader, params, "session" if "session" in params else "session_id"),
+            kinds=kinds,
+            since_ts=_since(params),
+            until_ts=_until(params),
+            limit=limit,
+            order=order,
+            upto=upto,
+            now=now,
+            after=after,
+        )
+    except QuerySyntaxError as exc:
+        raise RpcError(INVALID_PARAMS, f"bad search query: {exc}", {"q": q}) from None
+    hits = result["hits"]
+    next_cursor = None
+    if len(hits) == limit:
+        score, rid = hits[-1]["_key"]
+        next_cursor = _encode_cursor(
+            {"u": result["upto"], "n": result["now"], "o": order, "s": score, "i": rid}
+        )
+    for h in hits:
+        del h["_key"]
+    return {"hits": hits, "next_cursor": next_cursor}
+
+
+def sessions_turns(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    sid = _session(reader, params, "id" if "id" in params else "session_id")
+    if sid is None:
+        raise RpcError(INVALID_PARAMS, "id is required")
+    return reader.session_turns(
+        sid,
+        after_id=_int_param(params, "after_id", 0, 0, MAX_EVENT_ID),
+        limit=_int_param(params, "limit", 20, 1, 1000),
+    )
+
+
 def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handler]:
     return {
         "status": lambda reader, params: status(reader),
@@ -252,4 +422,7 @@ def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handl
         "findings.list": findings_list,
         "documents.list": lambda reader, params: {"documents": reader.documents()},
         "findings.report": findings_report,
+        "usage.summary": usage_summary,
+        "search.query": search_query,
+        "sessions.turns": sessions_turns,
     }

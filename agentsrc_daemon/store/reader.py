@@ -16,6 +16,7 @@ import orjson
 
 from .batch import event_row_to_json
 from .schema import USAGE_FIELDS, connect
+from .search import TITLE_KIND, QuerySyntaxError, compile_query, snippet
 from .where import Where
 from .where import finding_path_filter as _finding_path_filter
 
@@ -24,10 +25,19 @@ def _finding_path(path: str) -> tuple[Any, ...]:
     condition, args = _finding_path_filter(path)
     return (condition, *args)
 
+# Ranking: BM25 (higher is better) divided by 1 + age in days / RECENCY_DAYS, so a hit
+# RECENCY_DAYS old weighs half as much as one from now. An event without a time counts
+# as a year old.
+RECENCY_DAYS = 30.0
+
 EVENT_COLUMNS = (
     "e.id, e.session_id, e.kind, e.ts, e.turn_id, e.tool, e.call_id, e.subagent_id,"
     " e.adapter, s.path, e.offset, e.data"
 )
+
+# Newest first is by the time an event happened (ids are commit order: a backfill of old
+# transcripts commits old events late), ties by id; an event without a time comes last.
+NEWEST_FIRST = "COALESCE(e.ts, '') DESC, e.id DESC"
 
 SESSION_COLUMNS = (
     "id, agent, native_id, cwd, model, started_at, last_event_at, title, version, originator,"
@@ -150,6 +160,13 @@ class Reader:
         }
         return d
 
+    SESSION_SORTS = {
+        "last": "COALESCE(last_event_at, started_at, '')",
+        "started": "COALESCE(started_at, '')",
+        "tokens": "total_tokens",
+        "tools": "tool_calls",
+    }
+
     def sessions(
         self,
         *,
@@ -157,7 +174,16 @@ class Reader:
         limit: int = 50,
         cwd: str | None = None,
         project: str | None = None,
+        since_ts: str | None = None,
+        until_ts: str | None = None,
+        model: str | None = None,
+        search: str | None = None,
+        sort: str = "last",
+        after: tuple[Any, str] | None = None,
     ) -> list[dict[str, Any]]:
+        """Sessions, by ``sort`` descending (then id), after the keyset ``after`` (the
+        last row's sort value and id). ``since``/``until``: active at or after / started
+        before. ``search``: sessions with a hit of that query (store/search.py)."""
         where = Where()
         if agent:
             where.add("agent=?", agent)
@@ -165,13 +191,35 @@ class Reader:
             where.add("cwd=?", cwd)
         if project:
             where.add("(project_root=? OR cwd=?)", project, project)
+        if since_ts:
+            where.add("COALESCE(last_event_at, started_at) >= ?", since_ts)
+        if until_ts:
+            where.add("COALESCE(started_at, last_event_at) < ?", until_ts)
+        if model:
+            where.add("model=?", model)
+        if search:
+            where.add(
+                "id IN (SELECT COALESCE(e.session_id, t.session_id) FROM search_index f"
+                " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+                " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
+                " WHERE search_index MATCH ?)",
+                compile_query(search),
+            )
+        key = self.SESSION_SORTS[sort]
+        if after is not None:
+            where.add(f"({key} < ? OR ({key} = ? AND id > ?))", after[0], after[0], after[1])
         sql = (
-            f"SELECT {SESSION_COLUMNS} FROM sessions{where.sql()}"
-            " ORDER BY COALESCE(last_event_at, started_at, '') DESC, id LIMIT ?"
+            f"SELECT {SESSION_COLUMNS}, {key} FROM sessions{where.sql()}"
+            f" ORDER BY {key} DESC, id LIMIT ?"
         )
         with self.snapshot():
             rows = list(self.conn.execute(sql, [*where.args, limit]))
-            return [self._session_dict(r) for r in rows]
+            out = []
+            for r in rows:
+                d = self._session_dict(r[:-1])
+                d["_key"] = (r[-1], d["id"])
+                out.append(d)
+            return out
 
     def resolve_session(self, ident: str) -> str | None:
         """Accept our id, the agent's native id, or a unique prefix of either."""
@@ -293,6 +341,215 @@ class Reader:
             }
             return d
 
+    # -- search
+    def search_progress(self) -> dict[str, Any]:
+        values = dict(
+            self.conn.execute(
+                "SELECT name, value FROM counters WHERE name IN ('search_done', 'search_target')"
+            )
+        )
+        done, target = int(values.get("search_done", 0)), int(values.get("search_target", 0))
+        return {
+            "state": "ready" if done >= target else "building",
+            "indexed_upto": done,
+            "target": target,
+        }
+
+    def search(
+        self,
+        q: str,
+        *,
+        agent: str | None = None,
+        project: str | None = None,
+        session_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        since_ts: str | None = None,
+        until_ts: str | None = None,
+        limit: int = 20,
+        order: str = "rank",
+        upto: int | None = None,
+        now: str | None = None,
+        after: tuple[float, int] | None = None,
+    ) -> dict[str, Any]:
+        """Hits of a query (store/search.py's language), best first (``order`` "rank")
+        or newest first ("recent"). A page is fixed by ``upto`` (the last event id the
+        first page saw: later events are not hits of this listing) and ``now`` (the
+        moment recency is measured from); ``after`` is the last hit's (rank, rowid)."""
+        match = compile_query(q)
+        where = Where()
+        where.add("search_index MATCH ?", match)
+        with self.snapshot():
+            if upto is None:
+                upto = self.last_event_id()
+            if now is None:
+                from .batch import utc_now
+
+                now = utc_now()
+            where.add("f.rowid <= ?", upto)
+            if session_id:
+                where.add("s.id = ?", session_id)
+            if agent:
+                where.add("s.agent = ?", agent)
+            if project:
+                where.add(
+                    "(s.project_root = ? OR s.cwd = ?"
+                    " OR json_extract(e.data, '$.project_root') = ?)",
+                    project, project, project,
+                )
+            if kinds:
+                where.add(
+                    f"COALESCE(e.kind, '{TITLE_KIND}') IN ({','.join('?' * len(kinds))})", *kinds
+                )
+            if since_ts:
+                where.add("COALESCE(e.ts, s.last_event_at) >= ?", since_ts)
+            if until_ts:
+                where.add("COALESCE(e.ts, s.last_event_at) < ?", until_ts)
+            inner = (
+                "SELECT f.rowid AS rid, s.id AS sid, s.title AS title, s.agent AS agent,"
+                f" COALESCE(e.kind, '{TITLE_KIND}') AS kind, COALESCE(e.ts, s.last_event_at) AS ts,"
+                " e.turn_id AS turn_id, e.tool AS tool, e.path AS path, e.data AS data,"
+                " -bm25(search_index) / (1.0 + MAX(0.0, julianday(?) - COALESCE(julianday("
+                " COALESCE(e.ts, s.last_event_at)), julianday(?) - 365)) / ?) AS score"
+                " FROM search_index f"
+                " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+                " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
+                " JOIN sessions s ON s.id = COALESCE(e.session_id, t.session_id)"
+                f"{where.sql()}"
+            )
+            args: list[Any] = [now, now, RECENCY_DAYS, *where.args]
+            if order == "recent":
+                outer = "SELECT * FROM (" + inner + ")"
+                if after is not None:
+                    outer += " WHERE rid < ?"
+                    args.append(after[1])
+                outer += " ORDER BY rid DESC LIMIT ?"
+            else:
+                outer = "SELECT * FROM (" + inner + ")"
+                if after is not None:
+                    outer += " WHERE (score < ? OR (score = ? AND rid > ?))"
+                    args.extend([after[0], after[0], after[1]])
+                outer += " ORDER BY score DESC, rid LIMIT ?"
+            args.append(limit)
+            try:
+                rows = list(self.conn.execute(outer, args))
+            except apsw.SQLError as exc:  # what the parser let through and FTS5 did not take
+                raise QuerySyntaxError(f"the query cannot be searched: {q!r}") from exc
+        hits = []
+        for rid, sid, title, agent_, kind, ts, turn_id, tool, path, data, score in rows:
+            if kind == TITLE_KIND:
+                text = title or ""
+            elif kind in ("read", "edit"):
+                text = path or ""
+            elif kind == "tool_call":
+                text = tool or ""
+            else:
+                d = orjson.loads(data) if data else {}
+                text = d.get("command" if kind == "command" else "text") or ""
+            hit = {
+                "session_id": sid,
+                "title": title,
+                "agent": agent_,
+                "event_id": rid if rid > 0 else None,
+                "turn_id": turn_id,
+                "kind": kind,
+                "ts": ts,
+                "tool": tool,
+                "rank": float(f"{score:.6g}"),
+                **snippet(text, q),
+            }
+            hit["_key"] = (float(score), int(rid))
+            hits.append(hit)
+        return {"hits": hits, "upto": upto, "now": now}
+
+    # -- a session turn by turn
+    def session_turns(
+        self, session_id: str, *, after_id: int = 0, limit: int = 20
+    ) -> dict[str, Any]:
+        """A session's turns in order, each its prompt, its steps (one per tool call, or
+        per read, edit or command derived from it), its answer, tokens and wall time.
+        Sub-agent events go under the turn they happened in, with ``depth`` 1. Pages of
+        ``limit`` turns: ``next_after_id`` is the last event id of the page's last turn."""
+        cols = "id, kind, ts, turn_id, tool, call_id, subagent_id, path, data"
+        kinds = ("prompt", "message", "tool_call", "read", "edit", "command", "usage",
+                 "turn_start", "turn_end")
+        in_kinds = ",".join(f"'{k}'" for k in kinds)
+        turns: list[dict[str, Any]] = []
+        events_of: list[list[tuple[Any, ...]]] = []
+        cursor = after_id
+        next_after: int | None = None
+        with self.snapshot():
+            done = False
+            while not done:
+                rows = list(self.conn.execute(
+                    f"SELECT {cols} FROM events WHERE session_id = ? AND id > ?"
+                    f" AND subagent_id IS NULL AND kind IN ({in_kinds}) ORDER BY id LIMIT 2000",
+                    (session_id, cursor),
+                ))
+                if not rows:
+                    break
+                for row in rows:
+                    eid, kind, ts, turn_id = row[0], row[1], row[2], row[3]
+                    cur = turns[-1] if turns else None
+                    new = cur is None or (
+                        turn_id is not None and cur["turn_id"] is not None
+                        and turn_id != cur["turn_id"]
+                    ) or (kind == "prompt" and cur["prompt"] is not None)
+                    if new:
+                        if len(turns) == limit:
+                            next_after = cursor
+                            done = True
+                            break
+                        turns.append({"turn_id": turn_id, "started_at": ts, "ended_at": ts,
+                                      "prompt": None, "first_id": eid})
+                        events_of.append([])
+                        cur = turns[-1]
+                    assert cur is not None
+                    if cur["turn_id"] is None and turn_id is not None:
+                        cur["turn_id"] = turn_id
+                    if kind == "prompt" and cur["prompt"] is None:
+                        cur["prompt"] = orjson.loads(row[8]).get("text")
+                    if ts:
+                        cur["started_at"] = min(cur["started_at"] or ts, ts)
+                        cur["ended_at"] = max(cur["ended_at"] or ts, ts)
+                    events_of[-1].append(row)
+                    cursor = eid
+            if turns:
+                # Sub-agent events: under the last turn started at or before each.
+                starts = [t["started_at"] or "" for t in turns]
+                until = None
+                if next_after is not None:
+                    nxt = self.conn.execute(
+                        "SELECT ts FROM events WHERE session_id = ? AND id > ?"
+                        " AND subagent_id IS NULL ORDER BY id LIMIT 1", (session_id, next_after),
+                    ).fetchone()
+                    until = nxt[0] if nxt else None
+                where = Where()
+                where.add("session_id = ?", session_id)
+                where.add("subagent_id IS NOT NULL")
+                where.add(f"kind IN ({in_kinds})")
+                if after_id and starts[0]:
+                    where.add("ts >= ?", starts[0])
+                if until:
+                    where.add("ts < ?", until)
+                for row in self.conn.execute(
+                    f"SELECT {cols} FROM events{where.sql()} ORDER BY ts, id", where.args
+                ):
+                    ts = row[2] or ""
+                    k = 0
+                    for i, st in enumerate(starts):
+                        if st <= ts:
+                            k = i
+                    events_of[k].append(row)
+                facts = {
+                    t: (s_, e_, st)
+                    for t, s_, e_, st in self.conn.execute(
+                        "SELECT turn_id, started_at, ended_at, status FROM turns"
+                        " WHERE session_id = ?", (session_id,),
+                    )
+                }
+        out = [_turn(t, evs, facts) for t, evs in zip(turns, events_of, strict=True)]
+        return {"session_id": session_id, "turns": out, "next_after_id": next_after}
+
     # -- events
     def events(
         self,
@@ -314,10 +571,10 @@ class Reader:
             where.add("e.call_id = ?", call_id)
         return self._events(where, limit)
 
-    def _events(self, where: Where, limit: int) -> list[dict[str, Any]]:
+    def _events(self, where: Where, limit: int, newest_first: bool = False) -> list[dict[str, Any]]:
         sql = (
             f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
-            f"{where.sql()} ORDER BY e.id LIMIT ?"
+            f"{where.sql()} ORDER BY {NEWEST_FIRST if newest_first else 'e.id'} LIMIT ?"
         )
         with self.snapshot():
             return [event_row_to_json(r) for r in self.conn.execute(sql, [*where.args, limit])]
@@ -333,11 +590,13 @@ class Reader:
         since_ts: str | None = None,
         since_id: int = 0,
         limit: int = 100,
+        before_id: int | None = None,
+        newest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        where = _event_page(since_id, session_id, [kind])
+        where = _event_page(since_id, session_id, [kind], before_id, newest_first)
         where.scope(agent=agent, project=project, since_ts=since_ts)
         where.path_matches(path)
-        return self._events(where, limit)
+        return self._events(where, limit, newest_first)
 
     def commands(
         self,
@@ -349,8 +608,10 @@ class Reader:
         since_ts: str | None = None,
         since_id: int = 0,
         limit: int = 100,
+        before_id: int | None = None,
+        newest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        where = _event_page(since_id, session_id, ["command"])
+        where = _event_page(since_id, session_id, ["command"], before_id, newest_first)
         where.scope(project=project, since_ts=since_ts)
         if failed is True:
             where.add(
@@ -362,7 +623,7 @@ class Reader:
             where.add("json_extract(e.data, '$.exit_code') = 0")
         if exit_code is not None:
             where.add("json_extract(e.data, '$.exit_code') = ?", exit_code)
-        return self._events(where, limit)
+        return self._events(where, limit, newest_first)
 
     def documents(self) -> list[dict[str, Any]]:
         """Memory files (Codex AGENTS.md and memories/, Claude project memory/): what
@@ -387,11 +648,14 @@ class Reader:
         since_ts: str | None = None,
         since_id: int = 0,
         limit: int = 100,
+        before_id: int | None = None,
+        newest_first: bool = False,
     ) -> list[dict[str, Any]]:
-        """Secret findings, newest last: the JSON contract of a finding."""
+        """Secret findings, newest last (or first): the JSON contract of a finding."""
         where = Where()
         where.kind_in(["secret"])
         where.add("e.id > ?", since_id)
+        _before(where, before_id, newest_first)
         where.scope(session_id=session_id, project=project, since_ts=since_ts)
         if path:
             where.add(*_finding_path(path))
@@ -404,7 +668,7 @@ class Reader:
             " json_extract(e.data, '$.of_kind'),"
             " (SELECT o.id FROM events o WHERE o.key_hash = unhex(json_extract(e.data, '$.of'))),"
             f" e.adapter, json_extract(e.data, '$.paths') FROM events e{where.sql()}"
-            " ORDER BY e.id LIMIT ?"
+            f" ORDER BY {NEWEST_FIRST if newest_first else 'e.id'} LIMIT ?"
         )
         names = ("id", "session_id", "ts", "turn_id", "call_id", "tool", "subagent_id", "path",
                  "type", "line", "hash", "label", "of_kind", "event_id", "agent", "paths")
@@ -488,6 +752,64 @@ class Reader:
             "external_reads_with_secrets": external,
         }
 
+    def usage_summary(
+        self,
+        *,
+        since_ts: str | None = None,
+        until_ts: str | None = None,
+        project: str | None = None,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Token counts of the usage events, in total and by model, project, day (UTC) and
+        agent, each with the number of sessions and model responses counted. A usage
+        event without a model counts under its session's model; its project is its
+        session's project root (else cwd)."""
+        where = Where()
+        where.kind_in(["usage"])
+        where.scope(agent=agent, project=project, since_ts=since_ts)
+        if until_ts:
+            where.add("e.ts < ?", until_ts)
+        sums = ", ".join(
+            f"SUM(COALESCE(json_extract(e.data, '$.{f}'), 0))" for f in USAGE_FIELDS
+        )
+        sql = (
+            "SELECT COALESCE(json_extract(e.data, '$.model'), ss.model),"
+            " COALESCE(ss.project_root, ss.cwd), substr(e.ts, 1, 10), e.adapter, e.session_id,"
+            f" COUNT(*), {sums}"
+            " FROM events e LEFT JOIN sessions ss ON ss.id = e.session_id"
+            f"{where.sql()} GROUP BY 1, 2, 3, 4, 5"
+        )
+        keys = ("model", "project", "day", "agent")
+        groups: dict[str, dict[Any, dict[str, Any]]] = {k: {} for k in keys}
+        total = _usage_bucket()
+        with self.snapshot():
+            for row in self.conn.execute(sql, where.args):
+                sid, responses, counts = row[4], int(row[5]), [int(n or 0) for n in row[6:]]
+                for bucket in [total] + [
+                    groups[k].setdefault(row[i], _usage_bucket({k: row[i]}))
+                    for i, k in enumerate(keys)
+                ]:
+                    bucket["sessions"].add(sid)
+                    bucket["responses"] += responses
+                    for f, n in zip(USAGE_FIELDS, counts, strict=True):
+                        bucket[f] += n
+
+        def rows(key: str) -> list[dict[str, Any]]:
+            out = [_usage_row(b) for b in groups[key].values()]
+            if key == "day":  # newest day first; others by tokens, most first
+                return sorted(out, key=lambda r: r["day"] or "", reverse=True)
+            return sorted(out, key=lambda r: (-r["total_tokens"], r[key] or ""))
+
+        return {
+            "since": since_ts,
+            "until": until_ts,
+            "totals": _usage_row(total),
+            "by_model": rows("model"),
+            "by_project": rows("project"),
+            "by_day": rows("day"),
+            "by_agent": rows("agent"),
+        }
+
     def session_files(self, session_id: str) -> dict[str, Any]:
         """Everything one session read and changed, one row per path, with counts."""
         with self.snapshot():
@@ -541,12 +863,146 @@ class Reader:
         }
 
 
-def _event_page(since_id: int, session_id: str | None, kinds: Sequence[str] | None) -> Where:
-    """The conditions every event listing starts with: after an id (paging), of a
-    session, of some kinds."""
+def _iso_ms(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
+    except ValueError:
+        return None
+
+
+def _step_of_call(tool: str | None, data: dict[str, Any]) -> dict[str, Any]:
+    inp = data.get("input") if isinstance(data.get("input"), dict) else {}
+    assert isinstance(inp, dict)
+    name = tool or ""
+    if name.startswith("mcp__") or name.startswith("mcp_"):
+        return {"kind": "mcp", "summary": name}
+    if name in ("Grep", "grep", "search", "rg"):
+        return {"kind": "grep", "summary": str(inp.get("pattern") or inp.get("query") or "")}
+    if name in ("Task", "Agent", "task", "spawn_agent"):
+        return {"kind": "subagent",
+                "summary": str(inp.get("description") or inp.get("subagent_type") or "")}
+    first = next((v for v in inp.values() if isinstance(v, str)), "")
+    return {"kind": "tool", "summary": first}
+
+
+def _turn(
+    t: dict[str, Any], rows: list[tuple[Any, ...]], facts: dict[str, tuple[Any, Any, Any]]
+) -> dict[str, Any]:
+    derived: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        if row[1] in ("read", "edit", "command") and row[5]:
+            derived.setdefault(row[5], []).append(row)
+    steps: list[dict[str, Any]] = []
+    answer: str | None = None
+    tokens = 0
+    status = None
+    used: set[int] = set()
+    for eid, kind, ts, _turn_id, tool, call_id, subagent_id, path, data in rows:
+        depth = 1 if subagent_id else 0
+        if kind == "message":
+            if not subagent_id:
+                answer = orjson.loads(data).get("text") or answer
+            continue
+        if kind == "usage":
+            d = orjson.loads(data)
+            tokens += int(d.get("total_tokens") or 0) or (
+                int(d.get("input_tokens") or 0) + int(d.get("output_tokens") or 0))
+            continue
+        if kind == "turn_end":
+            status = orjson.loads(data).get("status")
+            continue
+        if kind == "tool_call":
+            mine = derived.get(call_id or "", [])
+            if not mine:
+                step = _step_of_call(tool, orjson.loads(data))
+                steps.append({"event_id": eid, "ts": ts, "tool": tool, "call_id": call_id,
+                              "subagent_id": subagent_id, "depth": depth, **step})
+                continue
+            for d_row in mine:
+                used.add(d_row[0])
+                steps.append(_derived_step(d_row, depth))
+            continue
+        if kind in ("read", "edit", "command") and eid not in used:
+            used.add(eid)
+            steps.append(_derived_step((eid, kind, ts, None, tool, call_id, subagent_id, path,
+                                        data), depth))
+    fact = facts.get(t["turn_id"] or "")
+    started, ended = t["started_at"], t["ended_at"]
+    if fact:
+        started = fact[0] or started
+        ended = fact[1] or ended
+        status = fact[2] or status
+    a, b = _iso_ms(started), _iso_ms(ended)
+    return {
+        "turn_id": t["turn_id"],
+        "first_event_id": t["first_id"],
+        "started_at": started,
+        "ended_at": ended,
+        "status": status,
+        "wall_ms": int(b - a) if a is not None and b is not None else None,
+        "tokens": tokens,
+        "prompt": t["prompt"],
+        "steps": steps,
+        "answer": answer,
+    }
+
+
+def _derived_step(row: tuple[Any, ...], depth: int) -> dict[str, Any]:
+    eid, kind, ts, _t, tool, call_id, subagent_id, path, data = row
+    d = orjson.loads(data)
+    step: dict[str, Any] = {"event_id": eid, "ts": ts, "tool": tool, "call_id": call_id,
+                            "subagent_id": subagent_id, "depth": depth, "kind": kind}
+    if kind == "command":
+        step.update(summary=d.get("command") or "", exit_code=d.get("exit_code"),
+                    duration_ms=d.get("duration_ms"))
+    else:
+        step.update(summary=d.get("rel_path") or path or "", path=path, op=d.get("op"))
+    return step
+
+
+def _event_page(
+    since_id: int,
+    session_id: str | None,
+    kinds: Sequence[str] | None,
+    before_id: int | None = None,
+    newest_first: bool = False,
+) -> Where:
+    """The conditions every event listing starts with: after an id (paging forward),
+    before one (see ``_before``), of a session, of some kinds."""
     where = Where()
     where.add("e.id > ?", since_id)
+    _before(where, before_id, newest_first)
     if session_id:
         where.add("e.session_id = ?", session_id)
     where.kind_in(kinds)
     return where
+
+
+def _usage_bucket(label: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {**(label or {}), "sessions": set(), "responses": 0, **dict.fromkeys(USAGE_FIELDS, 0)}
+
+
+def _usage_row(bucket: dict[str, Any]) -> dict[str, Any]:
+    return {**bucket, "sessions": len(bucket["sessions"])}
+
+
+def _before(where: Where, before_id: int | None, newest_first: bool) -> None:
+    """Events before ``before_id``: a smaller id oldest first; newest first, the events
+    after it in NEWEST_FIRST order (an older time, or the same time and a smaller id),
+    so that the last id of a page is the cursor of the next one."""
+    if before_id is None:
+        return
+    if not newest_first:
+        where.add("e.id < ?", before_id)
+        return
+    at = "(SELECT COALESCE(ts, '') FROM events WHERE id = ?)"
+    where.add(
+        f"(COALESCE(e.ts, '') < {at} OR (COALESCE(e.ts, '') = {at} AND e.id < ?))",
+        before_id,
+        before_id,
+        before_id,
+    )

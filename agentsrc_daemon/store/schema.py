@@ -205,7 +205,25 @@ MIGRATIONS: list[str] = [
         WHERE agent = 'codex';
     UPDATE counters SET value = (SELECT COUNT(*) FROM events) WHERE name = 'events';
     """,
-    # 5 -> 6: the ClickHouse sink (store/sink.py, docs/team.md). Its position: the last
+    # 5 -> 6: full-text search (store/search.py). A contentless FTS5 index whose rowid
+    # is the event's id (a session title's: minus its search_titles id), kept by the
+    # writer in the commit's transaction. The events already stored are indexed after
+    # the migration, in id-ranged chunks of their own transactions: counters
+    # 'search_target' (the last id stored before) and 'search_done' (the high-water mark).
+    """
+    CREATE VIRTUAL TABLE search_index USING fts5(
+        body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE search_titles (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL UNIQUE,
+        title TEXT
+    );
+    INSERT INTO counters(name, value)
+        SELECT 'search_target', COALESCE((SELECT MAX(id) FROM events), 0);
+    INSERT INTO counters(name, value) VALUES ('search_done', 0), ('search_titles_done', 0);
+    """,
+    # 6 -> 7: the ClickHouse sink (store/sink.py, docs/team.md). Its position: the last
     # event id the server acknowledged, per target, and the clock its rows' versions
     # come from. Two change feeds, filled by triggers only while a sink is configured (a
     # sink_state row exists): sessions whose row changed (counters, titles...), and

@@ -2,7 +2,7 @@
 change feeds, and the rows it sends, shaped by SQLite itself.
 
 The position (``sink_state``: the last event id the server acknowledged) and the feeds
-(``sink_sessions``, ``sink_revised``, filled by triggers, see schema 5) are written on
+(``sink_sessions``, ``sink_revised``, filled by triggers, see schema 7) are written on
 the ingest thread, the store's only writer, each save in a short transaction of its own
 (``save``); the sink thread only reads, on its own read-only connection (``SinkFeed``).
 

@@ -38,6 +38,11 @@ from ..events import (
 from ..ingest.cursor import Cursor
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .schema import SESSION_FACT_FIELDS, USAGE_FIELDS, connect, migrate, secure_file
+from .search import INDEXED_KINDS, body_of, index_text
+
+# Events indexed per transaction by the index build (build_search_step).
+SEARCH_CHUNK_IDS = 20_000
+_INDEXED = frozenset(INDEXED_KINDS)
 
 _COUNTED_KINDS = {
     PROMPT: "prompts",
@@ -96,6 +101,9 @@ class Store:
         for suffix in ("", "-wal", "-shm"):
             secure_file(Path(str(db_path) + suffix))
         self._source_ids: dict[str, int] = {}
+        self._search_done, self._search_target = self._search_progress()
+        # Off only to measure what the index costs (bench/run.py backfill-index).
+        self._index_on = os.environ.get("AGENTSRC_SEARCH_INDEX", "1") != "0"
 
     def close(self) -> None:
         self.conn.close()
@@ -185,6 +193,8 @@ class Store:
                 self._source_id(cursor)
             for facts in coalesce_facts(batch.sessions):
                 self._merge_session(facts)
+                if facts.title is not None:
+                    self._index_title(facts.session_id)
             for sid, root in batch.project_roots.items():
                 self.conn.execute(
                     "UPDATE sessions SET project_root=? WHERE id=? AND project_root IS NULL",
@@ -206,6 +216,7 @@ class Store:
             tally: dict[str, _SessionTally] = {}
             inserted = self._insert_events(batch, tally)
             self._apply_tally(tally)
+            self._index_events(inserted.events)
             if inserted:
                 self.conn.execute(
                     "UPDATE counters SET value = value + ? WHERE name = 'events'",
@@ -241,6 +252,103 @@ class Store:
             for cursor in batch.cursors.values():
                 self._save_cursor(cursor)
         return inserted
+
+    # ---- the search index (store/search.py) ----------------------------------------
+
+    def _search_progress(self) -> tuple[int, int]:
+        values = dict(
+            self.conn.execute(
+                "SELECT name, value FROM counters WHERE name IN ('search_done', 'search_target')"
+            )
+        )
+        return int(values.get("search_done", 0)), int(values.get("search_target", 0))
+
+    def _is_indexed(self, event_id: int) -> bool:
+        """Events stored before the index existed are indexed by the build, in id order;
+        every event stored since is indexed by its commit."""
+        return event_id > self._search_target or event_id <= self._search_done
+
+    def _index_events(self, events: list[tuple[int, Row]]) -> None:
+        if not self._index_on:
+            return
+        values = []
+        for eid, r in events:
+            if r.kind not in _INDEXED:
+                continue
+            body = body_of(r.kind, r.tool, r.path, r.data)
+            if body:
+                values.append((eid, index_text(body)))
+        if values:
+            self.conn.executemany("INSERT INTO search_index(rowid, body) VALUES(?,?)", values)
+
+    def _index_title(self, session_id: str) -> None:
+        """A session's title, indexed under minus its search_titles id when it changed."""
+        if not self._index_on:
+            return
+        row = self.conn.execute("SELECT title FROM sessions WHERE id=?", (session_id,)).fetchone()
+        title = row[0] if row else None
+        known = self.conn.execute(
+            "SELECT id, title FROM search_titles WHERE session_id=?", (session_id,)
+        ).fetchone()
+        if known is not None and known[1] == title:
+            return
+        if known is None:
+            got = self.conn.execute(
+                "INSERT INTO search_titles(session_id, title) VALUES(?,?) RETURNING id",
+                (session_id, title),
+            ).fetchone()
+            assert got is not None
+            tid = int(got[0])
+        else:
+            tid = int(known[0])
+            self.conn.execute("UPDATE search_titles SET title=? WHERE id=?", (title, tid))
+            self.conn.execute("DELETE FROM search_index WHERE rowid=?", (-tid,))
+        if title:
+            self.conn.execute(
+                "INSERT INTO search_index(rowid, body) VALUES(?,?)", (-tid, index_text(title))
+            )
+
+    def search_backlog(self) -> bool:
+        """Events stored before the search index existed that it does not hold yet."""
+        return self._search_done < self._search_target
+
+    def build_search_step(self, chunk: int = SEARCH_CHUNK_IDS) -> bool:
+        """Index the next id range of the events stored before the index existed, in its
+        own transaction with the high-water mark (so a kill -9 resumes where the last
+        committed chunk ended). The first step indexes the sessions' titles. Returns
+        whether more remains."""
+        if not self.search_backlog():
+            return False
+        lo = self._search_done
+        hi = min(lo + chunk, self._search_target)
+        with self.conn:
+            titles = self.conn.execute(
+                "SELECT value FROM counters WHERE name = 'search_titles_done'"
+            ).fetchone()
+            if titles is not None and not titles[0]:
+                for (sid,) in list(
+                    self.conn.execute(
+                        "SELECT id FROM sessions WHERE title IS NOT NULL"
+                        " AND id NOT IN (SELECT session_id FROM search_titles)"
+                    )
+                ):
+                    self._index_title(sid)
+                self.conn.execute("UPDATE counters SET value=1 WHERE name='search_titles_done'")
+            kinds = ",".join(f"'{k}'" for k in INDEXED_KINDS)
+            values = []
+            for eid, kind, tool, path, data in self.conn.execute(
+                f"SELECT id, kind, tool, path, data FROM events WHERE id > ? AND id <= ?"
+                f" AND kind IN ({kinds})",
+                (lo, hi),
+            ):
+                body = body_of(kind, tool, path, data)
+                if body:
+                    values.append((eid, index_text(body)))
+            if values:
+                self.conn.executemany("INSERT INTO search_index(rowid, body) VALUES(?,?)", values)
+            self.conn.execute("UPDATE counters SET value=? WHERE name='search_done'", (hi,))
+        self._search_done = hi
+        return self.search_backlog()
 
     def _merge_session(self, f: SessionFacts) -> None:
         self.conn.execute(
@@ -390,6 +498,7 @@ class Store:
                 self.conn.execute(
                     "UPDATE events SET data=?, revision=? WHERE id=?", (r.data, r.revision, eid)
                 )
+                self._reindex(eid, r)
                 self._count(owner, s_kind, s_data, tally, -1)
                 self._count(owner, r.kind, r.data, tally, 1)
             if holder != owner:
@@ -404,6 +513,8 @@ class Store:
             (r.session_id, r.holder, r.claim, r.claim_since, r.subagent_id, r.turn_id, r.ts,
              self._source_ids[r.source_path], r.offset, data, revision, eid),
         )
+        if revision == r.revision and r.data != s_data:
+            self._reindex(eid, r)
         self.conn.execute(
             "DELETE FROM event_copies WHERE event_id=? AND session_id=?", (eid, r.session_id)
         )
@@ -419,6 +530,12 @@ class Store:
                 " VALUES(?,?,?,?)",
                 copies,
             )
+
+    def _reindex(self, event_id: int, r: Row) -> None:
+        """The indexed text follows the event's latest version."""
+        if r.kind in _INDEXED and self._is_indexed(event_id):
+            self.conn.execute("DELETE FROM search_index WHERE rowid=?", (event_id,))
+            self._index_events([(event_id, r)])
 
     def _count(
         self, sid: str, kind: str, data: bytes, tally: dict[str, _SessionTally], sign: int

@@ -44,7 +44,14 @@ QUICK_CHECK_BUSY_MS = 5000
 DAEMON_TIMEOUT = 5.0  # seconds: a daemon that takes longer to answer "status" is unwell
 
 # Adapter name -> the key under [roots] in the config file.
-ROOT_CONFIG_KEYS = {"codex": "codex", "claude-code": "claude", "muse": "muse"}
+ROOT_CONFIG_KEYS = {
+    "codex": "codex",
+    "claude-code": "claude",
+    "muse": "muse",
+    "gemini": "gemini",
+    "copilot": "copilot",
+    "opencode": "opencode",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +236,10 @@ def check_inotify(cfg: Config, limit_path: Path, platform: str) -> Check:
         limit = int(limit_path.read_text().strip())
     except (OSError, ValueError) as exc:
         return Check("inotify", True, f"cannot read {limit_path}: {exc}", warning=True)
-    dirs = count_directories(cfg.roots().values())
+    points = cfg.watch_points()
+    dirs = count_directories(p.path for p in points if p.recursive) + sum(
+        1 for p in points if not p.recursive and p.path.is_dir()
+    )
     suggest = suggested_watches(dirs)
     fix = (
         f"echo fs.inotify.max_user_watches={suggest} | sudo tee "

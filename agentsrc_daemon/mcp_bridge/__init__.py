@@ -1,0 +1,1 @@
+"""`agentsrc mcp`: an MCP server over the daemon socket (tools.py, server.py)."""

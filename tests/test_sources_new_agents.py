@@ -1,0 +1,111 @@
+"""Roots, sources and watch points of Gemini CLI, Copilot CLI and OpenCode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentsrc_daemon.config import load_config
+from agentsrc_daemon.ingest import sources
+
+
+def _cfg(home: Path, **env: str):  # type: ignore[no-untyped-def]
+    return load_config(env={"HOME": str(home), **env})
+
+
+def test_default_roots(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    assert cfg.gemini_root == tmp_path / ".gemini"
+    assert cfg.copilot_root == tmp_path / ".copilot"
+    assert cfg.opencode_root == tmp_path / ".local" / "share" / "opencode"
+    assert list(cfg.roots()) == ["codex", "claude-code", "muse", "gemini", "copilot", "opencode"]
+
+
+def test_agents_own_variables(tmp_path: Path) -> None:
+    xdg_config = tmp_path / "xdgc"
+    cfg = _cfg(
+        tmp_path,
+        GEMINI_CLI_HOME=str(tmp_path / "g"),
+        XDG_CONFIG_HOME=str(xdg_config),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    assert cfg.gemini_root == tmp_path / "g" / ".gemini"
+    assert cfg.copilot_root == tmp_path / ".copilot"  # $XDG_CONFIG_HOME/.copilot is absent
+    assert cfg.opencode_root == tmp_path / "data" / "opencode"
+    (xdg_config / ".copilot").mkdir(parents=True)
+    assert _cfg(tmp_path, XDG_CONFIG_HOME=str(xdg_config)).copilot_root == xdg_config / ".copilot"
+    cfg = _cfg(tmp_path, XDG_CONFIG_HOME=str(xdg_config), COPILOT_HOME=str(tmp_path / "c"))
+    assert cfg.copilot_root == tmp_path / "c"
+
+
+def test_flags_env_and_toml(tmp_path: Path) -> None:
+    conf = tmp_path / "c.toml"
+    conf.write_text('[roots]\ngemini = "~/tg"\ncopilot = "~/tc"\nopencode = "~/to"\n')
+    env = {"HOME": str(tmp_path), "AGENTSRC_CONFIG": str(conf)}
+    cfg = load_config(env=env)
+    assert (cfg.gemini_root, cfg.copilot_root, cfg.opencode_root) == (
+        tmp_path / "tg",
+        tmp_path / "tc",
+        tmp_path / "to",
+    )
+    cfg = load_config(env={**env, "AGENTSRC_GEMINI_ROOT": str(tmp_path / "eg")}, copilot_root=tmp_path / "fc")
+    assert cfg.gemini_root == tmp_path / "eg" and cfg.copilot_root == tmp_path / "fc"
+
+
+def _touch(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    return path
+
+
+def test_sources_and_what_is_never_read(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    roots = cfg.roots()
+    g, c, o = cfg.gemini_root, cfg.copilot_root, cfg.opencode_root
+    want = {
+        _touch(g / "tmp" / "p" / "chats" / "session-2026-01-01T10-00-abcdef12.json"): sources.DOCUMENT,
+        _touch(g / "tmp" / "p" / "chats" / "session-2026-01-01T10-00-abcdef12.jsonl"): sources.JSONL,
+        _touch(g / "tmp" / "p" / "logs.json"): sources.MEMORY,
+        _touch(c / "session-state" / "s1" / "events.jsonl"): sources.JSONL,
+        _touch(c / "session-state" / "s2.jsonl"): sources.JSONL,
+        _touch(c / "history-session-state" / "session_x_1.json"): sources.DOCUMENT,
+        _touch(o / "opencode.db"): sources.SQLITE,
+        _touch(o / "opencode-stable.db"): sources.SQLITE,
+        _touch(o / "storage" / "part" / "msg_a1" / "prt_b1.json"): sources.DOCUMENT,
+    }
+    never = [
+        _touch(g / "oauth_creds.json"),
+        _touch(g / "tmp" / "p" / ".project_root"),
+        _touch(g / "history" / "p" / "x.json"),
+        _touch(c / "config.json"),
+        _touch(c / "session-state" / "s1" / "workspace.yaml"),
+        _touch(o / "auth.json"),
+        _touch(o / "mcp-auth.json"),
+        _touch(o / "opencode.db-wal"),
+        _touch(o / "snapshot" / "storage" / "part" / "msg_a1" / "prt_b1.json"),
+    ]
+    found = {
+        Path(spec.path): spec.mode
+        for root in (g, c, o)
+        for spec, _ in sources.walk_sources(root, roots)
+    }
+    assert found == want
+    for path in never:
+        assert sources.classify(str(path), roots) is None, path
+    # A database's -wal wakes the database; a workspace.yaml wakes its log.
+    assert [s.path for s in sources.dependents(str(o / "opencode.db-wal"), roots)] == [
+        str(o / "opencode.db")
+    ]
+    assert [s.path for s in sources.dependents(str(c / "session-state" / "s1" / "workspace.yaml"), roots)] == [
+        str(c / "session-state" / "s1" / "events.jsonl")
+    ]
+
+
+def test_watch_points_leave_big_trees_out(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    points = {(p.agent, p.path, p.recursive) for p in cfg.watch_points()}
+    assert ("gemini", cfg.gemini_root, False) in points
+    assert ("gemini", cfg.gemini_root / "tmp", True) in points
+    assert ("copilot", cfg.copilot_root / "session-state", True) in points
+    assert ("opencode", cfg.opencode_root, False) in points
+    assert not any(p[1] == cfg.opencode_root / "snapshot" for p in points)
+    assert ("codex", cfg.codex_root, True) in points
