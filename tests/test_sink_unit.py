@@ -251,6 +251,44 @@ def test_backoff_grows_with_jitter_up_to_the_cap(store: Store, tmp_path: Path) -
     assert 3 <= client.calls <= 10
 
 
+class PickyClient(ClickHouse):
+    """Answers the schema check; refuses a batch once as unparseable, takes it when
+    told to skip what it cannot parse."""
+
+    def __init__(self) -> None:
+        super().__init__("http://127.0.0.1:9")
+        self.inserts: list[tuple[str, int]] = []
+
+    def query(self, sql: str, *, database: str | None = None) -> bytes:
+        return b"1\n"
+
+    def insert(self, database: str, table: str, rows: bytes, *, allow_errors: int = 0) -> None:
+        self.inserts.append((table, allow_errors))
+        if table == "events" and not allow_errors:
+            raise ClickHouseError(500, "Code: 27, e.displayText() = DB::Exception: Cannot parse input")
+
+
+def test_a_batch_the_server_cannot_parse_goes_again_skipping_bad_rows(
+    store: Store, tmp_path: Path
+) -> None:
+    commit(store, ev("p1", E.PROMPT, {"text": "a"}))
+    client = PickyClient()
+    cfg = SinkConfig(url="http://127.0.0.1:9", host_label="h", user_label="u")
+    pos = feed.open_target(store.conn, cfg.target())
+    p = Pusher(cfg, tmp_path / "db.sqlite", pos, client_factory=lambda c: client)
+    p.start()
+    try:
+        deadline = time.monotonic() + 10
+        while p.take_ack() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        st = p.status({"events": 0, "sessions": 0, "revised": 0})
+    finally:
+        p.stop()
+    assert client.inserts[:3] == [("events", 0), ("events", 1), ("sessions", 0)]
+    assert st["refused_batches"] == 1 and st["connected"]
+    assert "rows skipped in events" in st["last_error"]
+
+
 # ---- the schema on the real server -----------------------------------------------------
 
 

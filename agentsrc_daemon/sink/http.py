@@ -32,6 +32,12 @@ class ClickHouseError(Exception):
         self.code = int(code[5:]) if code.startswith("Code: ") and code[5:].strip().isdigit() else 0
 
 
+# The server could not parse a row (CANNOT_PARSE_TEXT, ..._QUOTED_STRING,
+# ..._INPUT_ASSERTION_FAILED, ..._DATE, ..._DATETIME, ARGUMENT_OUT_OF_BOUND,
+# CANNOT_CONVERT_TYPE, CANNOT_PARSE_NUMBER, INCORRECT_DATA).
+PARSE_ERRORS = frozenset({6, 26, 27, 38, 41, 69, 70, 72, 117})
+
+
 class Unreachable(Exception):
     """No answer: connection refused, reset, timed out, TLS failure."""
 
@@ -113,6 +119,11 @@ class ClickHouse:
         params = {"database": database} if database else {}
         return self._request(params, sql.encode())
 
-    def insert(self, database: str, table: str, rows: bytes) -> None:
-        """JSONEachRow lines into ``database.table``; returns once they are written."""
-        self._request({"query": f"INSERT INTO {database}.{table} FORMAT JSONEachRow"}, rows)
+    def insert(self, database: str, table: str, rows: bytes, *, allow_errors: int = 0) -> None:
+        """JSONEachRow lines into ``database.table``; returns once they are written.
+        ``allow_errors``: that many rows the server cannot parse are skipped."""
+        params = {"query": f"INSERT INTO {database}.{table} FORMAT JSONEachRow"}
+        if allow_errors:
+            params.update(input_format_allow_errors_num=str(allow_errors),
+                          input_format_allow_errors_ratio="1")
+        self._request(params, rows)

@@ -30,7 +30,7 @@ import structlog
 from ..config import SinkConfig
 from ..store import sink as feed_sql
 from . import schema
-from .http import ClickHouse, ClickHouseError, Unreachable, redact_url
+from .http import PARSE_ERRORS, ClickHouse, ClickHouseError, Unreachable, redact_url
 
 log = structlog.get_logger("agentsrc.sink")
 
@@ -87,6 +87,7 @@ class Pusher:
         self.last_push_at: float | None = None
         self.sent = dict.fromkeys(TABLES, 0)
         self.pushes = 0
+        self.refused_batches = 0  # batches sent again with unparseable rows skipped
 
     # ---- the daemon's side --------------------------------------------------------
 
@@ -147,6 +148,7 @@ class Pusher:
             if not self.connected and self.last_error else 0.0,
             "schema_version": self._schema,
             "pushes": self.pushes,
+            "refused_batches": self.refused_batches,
             "sent": dict(self.sent),
         }
 
@@ -210,7 +212,7 @@ class Pusher:
             for table in TABLES:
                 rows: list[str] = getattr(work, table)
                 if rows:
-                    client.insert(self.cfg.database, table, ("\n".join(rows) + "\n").encode())
+                    self._insert(client, table, rows)
         except (Unreachable, ClickHouseError) as exc:
             self._failed(exc, taken)
             return
@@ -222,6 +224,22 @@ class Pusher:
         if not work.empty() and self._busy():
             now = time.monotonic()
             self._pause_until = now + BACKFILL_YIELD * (now - started)
+
+    def _insert(self, client: ClickHouse, table: str, rows: list[str]) -> None:
+        body = ("\n".join(rows) + "\n").encode()
+        try:
+            client.insert(self.cfg.database, table, body)
+        except ClickHouseError as exc:
+            if exc.code not in PARSE_ERRORS:
+                raise
+            # A row the server cannot parse (values are clamped to the columns' ranges:
+            # it should not happen) must not hold back everything after it: the batch
+            # goes again with the rows the server cannot read skipped, and says so.
+            client.insert(self.cfg.database, table, body, allow_errors=len(rows))
+            self.refused_batches += 1
+            self.last_error = f"rows skipped in {table}: {exc}"[:500]
+            self.last_error_at = time.time()
+            log.error("sink_rows_refused", table=table, error=str(exc)[:500])
 
     def _ready(self) -> ClickHouse:
         if self._client is None:

@@ -13,9 +13,10 @@ test: the queries of docs/team.md use IN subqueries instead).
 
 Deduplication: a row's identity is its sorting key, (host, user, key) for ``events``
 and ``findings``, (host, user, session_id) for ``sessions``; of the rows of one
-identity the highest ``version`` is kept: for events, the revision first (an event's
-data can be superseded, see Event.revision), then the sink's clock (an event another
-session takes over changes in place, its time included); for sessions, the clock.
+identity the highest ``version`` is kept: the sink's clock when it sent the row, so the
+latest state sent wins (an event's data superseded by a higher revision, see
+Event.revision; an event another session takes over, its time included; a session's
+counters).
 Merges collapse duplicates in the background, at their own pace: queries read
 ``FINAL`` (or argMax ... GROUP BY the key), as docs/team.md shows. The tables are not
 partitioned: merges never cross partitions, and an event's time can change.
@@ -54,7 +55,7 @@ CREATE TABLE IF NOT EXISTS {{db}}.events (
     op String,
     command String,
     cwd String,
-    exit_code Nullable(Int32),
+    exit_code Nullable(Int64),
     failed UInt8,
     interrupted UInt8,
     is_error UInt8,
@@ -72,7 +73,7 @@ CREATE TABLE IF NOT EXISTS {{db}}.events (
     secret_type String,
     text String,
     text_chars UInt64,
-    revision UInt32,
+    revision UInt64,
     version UInt64,
     pushed_at DateTime('UTC') DEFAULT now()
 ) ENGINE = ReplacingMergeTree(version)
@@ -94,11 +95,11 @@ CREATE TABLE IF NOT EXISTS {{db}}.findings (
     path String,
     secret_type String,
     hash String,
-    line UInt32,
+    line UInt64,
     label String,
     of_kind String,
     of_key String,
-    revision UInt32,
+    revision UInt64,
     version UInt64,
     pushed_at DateTime('UTC') DEFAULT now()
 ) ENGINE = ReplacingMergeTree(version)

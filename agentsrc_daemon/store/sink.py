@@ -26,8 +26,11 @@ from .batch import utc_now
 from .schema import connect
 
 # ts (ISO 8601 text) -> epoch milliseconds, 0 when absent or unreadable.
+# Clamped to what a DateTime holds (1970 to 2106): a value the server cannot parse
+# would hold the whole batch back.
 _TS_MS = (
-    "MAX(0, COALESCE(CAST(ROUND((julianday({ts}) - 2440587.5) * 86400000.0) AS INTEGER), 0))"
+    "MIN(4294967295000, MAX(0, COALESCE("
+    "CAST(ROUND((julianday({ts}) - 2440587.5) * 86400000.0) AS INTEGER), 0)))"
 )
 
 
@@ -65,10 +68,11 @@ _FAILED = (
 )
 
 
-# A row's version (ReplacingMergeTree keeps the highest): the event's revision first,
-# so a later revision always wins; then the sink's clock (ms, only ever growing), so
-# the last row sent of an event changed in place (taken over by another session) wins.
-_VERSION = "e.revision * 17592186044416 + :clock"
+# A row's version (ReplacingMergeTree keeps the highest of one identity): the sink's
+# clock, milliseconds, only ever growing. The sink always sends an event's current
+# state (a higher revision's data, its current owner), so the last row sent is the one
+# to keep; a revision (Claude: a count, OpenCode: a time in ms) is no part of it.
+_VERSION = ":clock"
 
 
 def _usage(field: str) -> tuple[str, str]:
@@ -121,7 +125,7 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
              f" WHEN :text AND e.kind = 'error' THEN {_jt('message')} ELSE '' END"),
     ("text_chars", _when(_TEXT_KINDS, f"COALESCE(CAST({_j('text_chars')} AS INTEGER),"
                                       f" length({_j('text')}), 0)", "0")),
-    ("revision", "e.revision"),
+    ("revision", "MAX(0, e.revision)"),
     ("version", _VERSION),
     ("pushed_at", ":pushed_at"),
 )
@@ -146,7 +150,7 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("label", _jt("label")),
     ("of_kind", _jt("of_kind")),
     ("of_key", f"lower({_jt('of')})"),
-    ("revision", "e.revision"),
+    ("revision", "MAX(0, e.revision)"),
     ("version", _VERSION),
     ("pushed_at", ":pushed_at"),
 )
