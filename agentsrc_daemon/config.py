@@ -28,11 +28,23 @@ Example config file::
     exclude_paths = ["**/fixtures/**"]
     exclude_sessions = []
     sensitive_paths = []  # empty: the built-in list
+
+    [sink.clickhouse]     # optional: stream the record to a team's ClickHouse (docs/team.md)
+    url = "https://clickhouse.example.com:8443"
+    database = "agentsrc"
+    user = "agentsrc"
+    password_file = "~/.config/agentsrc/clickhouse.password"  # or $AGENTSRC_CLICKHOUSE_PASSWORD
+    level = "metadata"    # or "text": adds the stored (redacted) prompts and answers
+    host_label = "ana-laptop"  # default: this machine's host name
+    user_label = "ana"         # default: the login name
 """
 
 from __future__ import annotations
 
+import getpass
 import os
+import re
+import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,6 +86,47 @@ class WatchPoint:
     agent: str
     path: Path
     recursive: bool = True
+SINK_LEVELS = ("metadata", "text")
+PASSWORD_ENV = "AGENTSRC_CLICKHOUSE_PASSWORD"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+@dataclass(slots=True)
+class SinkConfig:
+    """``[sink.clickhouse]``: where the record streams to, and what of it. The password
+    is never in the configuration itself: a file, or an environment variable."""
+
+    url: str
+    database: str = "agentsrc"
+    user: str = "default"
+    password_file: Path | None = None
+    password_env: str = PASSWORD_ENV
+    level: str = "metadata"  # metadata | text
+    host_label: str = ""
+    user_label: str = ""
+    ca_file: Path | None = None  # TLS: a private CA (else the system's)
+    batch_rows: int = 10_000
+    batch_bytes: int = 8 << 20
+    flush_interval: float = 1.0  # seconds: at most one insert per table this often when live
+    max_backoff: float = 60.0  # seconds: the longest wait between tries while the server is down
+    timeout: float = 30.0
+    auto_init: bool = True  # apply the schema (`agentsrc sink init`) when the server lacks it
+
+    def password(self, env: Mapping[str, str] | None = None) -> str:
+        """Read when connecting, not kept in the configuration."""
+        if self.password_file is not None:
+            try:
+                return self.password_file.read_text().rstrip("\r\n")
+            except OSError as exc:
+                raise ConfigError(f"cannot read the sink's password file: {exc}") from None
+        env = os.environ if env is None else env
+        return env.get(self.password_env, "")
+
+    def target(self) -> str:
+        """What identifies where rows go and what they carry: changing any of it sends
+        everything again (to the new place, or with the new labels or level)."""
+        return "|".join((self.url.rstrip("/"), self.database, self.host_label, self.user_label,
+                         self.level))
 
 
 @dataclass(slots=True)
@@ -96,6 +149,7 @@ class Config:
     batch_max_events: int = 2000
     batch_max_delay: float = 0.2  # seconds: commits are at most this far behind
     scan: ScanConfig = field(default_factory=ScanConfig)
+    sink: SinkConfig | None = None
 
     @property
     def db_path(self) -> Path:
@@ -199,6 +253,58 @@ def _opencode_db(env: Mapping[str, str], root: Path, home: Path) -> Path | None:
         return _expand(value, home)
     path = Path(value)
     return path if path.is_absolute() else (root / path).absolute()
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def _sink_config(doc: Mapping[str, Any], env: Mapping[str, str], home: Path) -> SinkConfig | None:
+    table = dict(dict(doc.get("sink", {})).get("clickhouse", {}))
+    if not table or table.get("enabled", True) is False:
+        return None
+    if env.get("AGENTSRC_SINK", "").strip().lower() in ("0", "off", "false", "no"):
+        return None
+    if "password" in table:
+        raise ConfigError(
+            "[sink.clickhouse] password: the password is not kept in the config file; set "
+            f"password_file = \"<file>\" or the environment variable {PASSWORD_ENV}"
+        )
+    url = str(table.get("url", "")).strip()
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError("[sink.clickhouse] url must be an http:// or https:// URL")
+    if "@" in url.split("/", 3)[2]:
+        raise ConfigError("[sink.clickhouse] url must not hold credentials: use user and password_file")
+    sc = SinkConfig(url=url)
+    sc.database = str(table.get("database", sc.database))
+    if not _IDENTIFIER.match(sc.database):
+        raise ConfigError(f"[sink.clickhouse] database {sc.database!r} is not a plain identifier")
+    sc.user = str(table.get("user", sc.user))
+    if table.get("password_file"):
+        sc.password_file = _expand(str(table["password_file"]), home)
+    sc.password_env = str(table.get("password_env", sc.password_env))
+    sc.level = str(table.get("level", sc.level))
+    if sc.level not in SINK_LEVELS:
+        raise ConfigError(f"[sink.clickhouse] level must be one of {', '.join(SINK_LEVELS)}")
+    sc.host_label = str(table.get("host_label") or socket.gethostname())
+    sc.user_label = str(table.get("user_label") or _login_name())
+    if table.get("ca_file"):
+        sc.ca_file = _expand(str(table["ca_file"]), home)
+    sc.auto_init = bool(table.get("auto_init", sc.auto_init))
+    try:
+        sc.batch_rows = int(table.get("batch_rows", sc.batch_rows))
+        sc.batch_bytes = int(table.get("batch_bytes", sc.batch_bytes))
+        sc.flush_interval = float(table.get("flush_interval", sc.flush_interval))
+        sc.max_backoff = float(table.get("max_backoff", sc.max_backoff))
+        sc.timeout = float(table.get("timeout", sc.timeout))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad number in [sink.clickhouse]: {exc}") from None
+    if sc.batch_rows < 1 or sc.batch_bytes < 1024:
+        raise ConfigError("[sink.clickhouse] batch_rows must be >= 1 and batch_bytes >= 1024")
+    if sc.flush_interval < 0 or sc.max_backoff <= 0 or sc.timeout <= 0:
+        raise ConfigError("[sink.clickhouse] flush_interval, max_backoff and timeout must be positive")
+    return sc
 
 
 def load_config(
@@ -289,6 +395,7 @@ def load_config(
         socket_path=sock,
         config_file=cfg_path if cfg_path.exists() else None,
         scan=_scan_config(dict(doc.get("scan", {})), env),
+        sink=_sink_config(doc, env, home),
     )
     try:
         if "reconcile_interval" in daemon:

@@ -34,6 +34,7 @@ from .ingest.workers import BackfillScheduler, WorkerRound
 from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
 from .store import Batch, Reader, Store
+from .store import sink as sink_store
 from .store.writer import SEARCH_CHUNK_IDS
 from .system.notify import Notifier
 
@@ -79,6 +80,7 @@ class Components:
     ingestor: Ingestor
     server: Server
     watcher: Watcher
+    sink: Any = None  # sink.pusher.Pusher when [sink.clickhouse] is configured
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -172,6 +174,7 @@ class Daemon:
             ),
             watcher=Watcher(self.cfg.watch_points(), self.dirty),
         )
+        self.components.sink = self._start_sink(store)
         # Set before the server starts: its threads call status(), which reads them.
         self.components.watcher.start(on_root_appeared=self._scan_root)
         # The first reconcile before the socket answers, so status never reports a
@@ -193,6 +196,35 @@ class Daemon:
         )
         if not self.scan_state.get("enabled"):
             log.warning("secret_scanning_off", detail="content is not scanned for secrets")
+
+    def _start_sink(self, store: Store) -> Any:
+        """The ClickHouse sink's thread, from its saved position; with no sink
+        configured, any old position is dropped (the triggers stop filling its feeds)."""
+        if self.cfg.sink is None:
+            sink_store.forget(store.conn)
+            return None
+        from .sink.pusher import Pusher
+
+        position = sink_store.open_target(store.conn, self.cfg.sink.target())
+        pusher = Pusher(
+            self.cfg.sink,
+            self.cfg.db_path,
+            position,
+            on_ack=self.dirty.wakeup.set,
+            busy=lambda: self.state() != "live",
+        )
+        pusher.start()
+        return pusher
+
+    def _save_sink_ack(self) -> None:
+        """An acknowledged push: its position saved by this thread, the store's one
+        writer, in a short transaction of its own."""
+        sink = self.components.sink
+        if sink is None:
+            return
+        ack = sink.take_ack()
+        if ack is not None:
+            sink_store.save(self.components.store.conn, ack)
 
     # ---- reconcile ---------------------------------------------------------------
 
@@ -288,6 +320,7 @@ class Daemon:
         while not self.stop_event.is_set():
             self._stall_hook()
             self.notifier.watchdog_if_due()
+            self._save_sink_ack()
             now = time.monotonic()
             if self._reload.is_set():
                 self._reload.clear()
@@ -411,6 +444,10 @@ class Daemon:
         if batch.empty():
             return
         inserted = self.components.store.commit(batch)
+        sink = self.components.sink
+        if sink is not None:
+            sink.notify()
+            self._save_sink_ack()
         # Checked after the commit: a subscriber registering later finds these events
         # in its backlog query, so skipping the rows when nobody listens leaves no gap.
         if inserted and self.hub.count():
@@ -465,7 +502,14 @@ class Daemon:
             "socket": str(self.cfg.socket_path),
             "scan": self.scan_state,
             "search_index": reader.search_progress(),
+            "sink": self._sink_status(reader),
         }
+
+    def _sink_status(self, reader: Reader) -> dict[str, Any]:
+        sink = self.components.sink
+        if sink is None:
+            return {"enabled": False}
+        return dict(sink.status(sink_store.lag(reader.conn, sink.events_upto)))
 
     def _status_line(self) -> str:
         p = self.progress
@@ -498,6 +542,7 @@ class Daemon:
                 "copilot_root",
                 "opencode_root",
                 "opencode_db",
+                "sink",
             )
             if getattr(new, name) != getattr(self.cfg, name)
         ]
@@ -519,6 +564,9 @@ class Daemon:
         parts.watcher.stop()
         parts.server.stop()
         parts.ingestor.close()
+        if parts.sink is not None:
+            parts.sink.stop()  # a push in flight may still be answered: its ack is saved
+            self._save_sink_ack()
         parts.store.close()
         with contextlib.suppress(OSError):
             os.close(parts.lock_fd)

@@ -5,6 +5,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
+    .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
     .venv/bin/python bench/run.py all
 
 Machines here are noisy: each figure is a median of repeats, and ratios compare
@@ -371,6 +372,155 @@ def bench_idle(args: argparse.Namespace) -> None:
     )
 
 
+# ---- the ClickHouse sink ----------------------------------------------------------------
+
+
+def _sink_config(d: Daemon, url: str, database: str, level: str = "metadata") -> None:
+    cfg = d.dir / "cfg" / "agentsrc" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(
+        f'[sink.clickhouse]\nurl = "{url}"\ndatabase = "{database}"\nlevel = "{level}"\n'
+        'host_label = "bench"\n'
+    )
+
+
+def _ch_server() -> Any:
+    sys.path.insert(0, str(REPO / "tests"))
+    from clickhouse import ClickHouseServer  # the tests' server: temporary, local ports
+
+    return ClickHouseServer().start()
+
+
+def bench_sink(args: argparse.Namespace) -> None:
+    """The backfill with the sink on and off, alternating, in one run (the server runs
+    through both); the sink's push rate; then the live lag from an append to the row
+    being queryable on the server. Everything is read from the socket or the server."""
+    base = Path(args.workdir)
+    base.mkdir(parents=True, exist_ok=True)
+    home = make_home(args.copies, base)
+    size = sum(p.stat().st_size for p in jsonl_files(home))
+    ch = _ch_server()
+    try:
+        print(f"sink: ClickHouse {ch.scalar('SELECT version()')} on 127.0.0.1:{ch.http_port}; "
+              f"{args.copies} copies of the corpus + one 50 MB line: {size / 1e6:.0f} MB")
+        live: dict[bool, list[float]] = {False: [], True: []}
+        cpu: dict[bool, list[tuple[float, float]]] = {False: [], True: []}  # daemon, server
+        synced: list[float] = []
+        rates: list[float] = []
+        drains: list[float] = []
+        at_live: list[int] = []
+        events = 0
+        for r in range(args.repeats):
+            for on in (False, True):
+                d = Daemon(home)
+                db = f"bench_{r}"
+                if on:
+                    ch.drop(db)
+                    _sink_config(d, ch.url, db)
+                try:
+                    s0 = _cpu(ch.proc.pid)
+                    t0 = d.start()
+                    st = d.wait_live(poll=0.02)
+                    live[on].append(time.perf_counter() - t0)
+                    cpu[on].append((d.cpu_seconds(), _cpu(ch.proc.pid) - s0))
+                    events = st["events"]
+                    if on:
+                        t_live = time.perf_counter()
+                        at_live.append(st["sink"]["sent"]["events"])
+                        while True:
+                            s = d.call("status")["sink"]
+                            if s["connected"] and not (s["lag_events"] or s["lag_sessions"]):
+                                break
+                            time.sleep(0.02)
+                        t_sync = time.perf_counter() - t0
+                        synced.append(t_sync)
+                        rates.append(s["sent"]["events"] / t_sync)
+                        drains.append((s["sent"]["events"] - at_live[-1])
+                                      / max(1e-3, time.perf_counter() - t_live))
+                        events = d.call("status")["events"]
+                        rows = int(ch.scalar(f"SELECT count() FROM {db}.events FINAL"))
+                        assert rows == events, (rows, events)
+                finally:
+                    d.stop()
+            print(f"  repeat {r + 1}: sink off {live[False][-1]:.2f}s, sink on {live[True][-1]:.2f}s "
+                  f"to live (CPU to live, daemon/server: off {cpu[False][-1][0]:.1f}/"
+                  f"{cpu[False][-1][1]:.1f}s, on {cpu[True][-1][0]:.1f}/{cpu[True][-1][1]:.1f}s); "
+                  f"all {events} events on the server after {synced[-1]:.2f}s "
+                  f"({rates[-1]:.0f} rows/s; {at_live[-1]} sent by live, the rest at "
+                  f"{drains[-1]:.0f} rows/s)", flush=True)
+        off, on = statistics.median(live[False]), statistics.median(live[True])
+        print(f"backfill to live: sink off median {off:.2f}s, sink on median {on:.2f}s: "
+              f"{on / off:.2f}x; all rows on the server: median {statistics.median(synced):.2f}s "
+              f"from start = {statistics.median(rates):.0f} rows/s pushed (events table; "
+              "findings and sessions besides); once live, the backlog goes at "
+              f"{statistics.median(drains):.0f} rows/s")
+        _sink_latency(ch, args)
+    finally:
+        ch.stop()
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _sink_latency(ch: Any, args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="asl-"))
+    home = work / "home"
+    proj = home / ".claude" / "projects" / "-bench-sink"
+    proj.mkdir(parents=True)
+    files = [proj / f"{i:08d}-5157-0000-0000-000000000000.jsonl" for i in range(args.files)]
+    for f in files:
+        f.write_bytes(b"")
+    d = Daemon(home)
+    ch.drop("bench_live")
+    _sink_config(d, ch.url, "bench_live", level="text")
+    sent: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    lock = threading.Lock()
+    try:
+        d.start()
+        d.wait_live()
+        while not d.call("status")["sink"]["connected"]:
+            time.sleep(0.05)
+
+        def writer(i: int, f: Path) -> None:
+            for n in range(args.appends):
+                token = f"lat-{i}-{n}"
+                rec = {"type": "user", "sessionId": f.stem, "uuid": token,
+                       "timestamp": "2026-01-01T00:00:00Z", "cwd": "/bench",
+                       "message": {"role": "user", "content": token}}
+                with lock:
+                    sent[token] = time.perf_counter()
+                with f.open("ab") as fh:
+                    fh.write(orjson.dumps(rec) + b"\n")
+                time.sleep(0.2)
+
+        threads = [threading.Thread(target=writer, args=(i, f)) for i, f in enumerate(files)]
+        for t in threads:
+            t.start()
+        expected = args.files * args.appends
+        deadline = time.monotonic() + args.appends * 0.2 + 30
+        while len(seen) < expected and time.monotonic() < deadline:
+            out = ch.query("SELECT text FROM bench_live.events WHERE kind = 'prompt'")
+            now = time.perf_counter()
+            for token in out.split():
+                if token not in seen:
+                    seen[token] = now
+            time.sleep(0.02)
+        for t in threads:
+            t.join()
+    finally:
+        d.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    lat = sorted(seen[t] - sent[t] for t in seen if t in sent)
+    n = len(lat)
+    print(f"sink live lag, append -> row queryable on the server, {args.files} files appended "
+          f"concurrently, {n}/{args.files * args.appends} rows (server polled every 20 ms): "
+          f"p50 {lat[n // 2] * 1000:.0f} ms, p99 {lat[min(n - 1, int(n * 0.99))] * 1000:.0f} ms, "
+          f"max {lat[-1] * 1000:.0f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -389,6 +539,12 @@ def main() -> None:
     idle = sub.add_parser("idle")
     idle.add_argument("--files", type=int, default=500)
     idle.add_argument("--seconds", type=float, default=60)
+    sk = sub.add_parser("sink")
+    sk.add_argument("--copies", type=int, default=20)
+    sk.add_argument("--repeats", type=int, default=3)
+    sk.add_argument("--files", type=int, default=10)
+    sk.add_argument("--appends", type=int, default=30)
+    sk.add_argument("--workdir", default="/tmp/agentsrc-bench")
     sub.add_parser("all")
     args = ap.parse_args()
     if args.cmd == "all":
@@ -396,7 +552,8 @@ def main() -> None:
         bench_latency(argparse.Namespace(files=20, appends=50))
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
-        {"backfill": bench_backfill, "backfill-index": bench_backfill_index, "latency": bench_latency, "idle": bench_idle}[args.cmd](args)
+        {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
+         "latency": bench_latency, "idle": bench_idle, "sink": bench_sink}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from clickhouse import ClickHouseServer
 from harness import DaemonFactory, DaemonProcess
 
 
@@ -27,3 +28,12 @@ def daemon_factory(tmp_path: Path) -> Iterator[DaemonFactory]:
     yield make
     for d in made:
         d.cleanup()
+
+
+@pytest.fixture(scope="session")
+def clickhouse() -> Iterator[ClickHouseServer]:
+    """A real ClickHouse server on free local ports, for the whole session (installed
+    from Debian's packages when missing, as root); stopped and removed after."""
+    server = ClickHouseServer().start()
+    yield server
+    server.stop()

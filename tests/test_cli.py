@@ -31,6 +31,7 @@ COMMANDS = [
     "uninstall",
     "doctor",
     "service",
+    "sink",
 ]
 
 
@@ -42,6 +43,9 @@ def test_commands_in_help_order() -> None:
     service = group.get_command(ctx, "service")
     assert isinstance(service, typer.core.TyperGroup)
     assert service.list_commands(ctx) == ["status"]
+    sink = group.get_command(ctx, "sink")
+    assert isinstance(sink, typer.core.TyperGroup)
+    assert sink.list_commands(ctx) == ["init", "status"]
 
 
 def test_python_dash_m_is_the_same_command() -> None:
@@ -80,6 +84,7 @@ def test_start_up_loads_no_daemon_store_scanner_or_service_code() -> None:
         "agentsrc_daemon.cli.search",
         "agentsrc_daemon.cli.service",
         "agentsrc_daemon.cli.sessions",
+        "agentsrc_daemon.cli.sink",
         "agentsrc_daemon.config",
         "agentsrc_daemon.errors",
         "agentsrc_daemon.rpc",

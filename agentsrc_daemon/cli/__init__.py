@@ -18,6 +18,7 @@ from . import files  # noqa: F401  reads, edits, commands, files
 from . import findings  # noqa: F401  findings, report
 from . import mcp  # noqa: F401  mcp
 from . import service  # noqa: F401  install, uninstall, doctor, service status
+from . import sink  # noqa: F401  sink init, sink status
 # isort: on
 from .app import app
 

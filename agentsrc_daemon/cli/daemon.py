@@ -130,6 +130,13 @@ def status(
     typer.echo(
         f"scanning:  {'on' if scan.get('enabled') else 'OFF: content is not scanned for secrets'}"
     )
+    sink = st.get("sink", {})
+    if sink.get("enabled"):
+        typer.echo(
+            f"sink:      {sink['state']} -> {sink['url']} ({sink['database']}), "
+            f"lag {sink['lag_events']} events / {sink['lag_seconds']:.1f} s"
+            + (f", last error: {sink['last_error']}" if sink.get("last_error") else "")
+        )
     if st.get("skipped"):
         typer.echo("skipped:   " + ", ".join(f"{k}={v}" for k, v in sorted(st["skipped"].items())))
     for d in st.get("drift", [])[:10]:

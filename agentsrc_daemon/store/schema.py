@@ -223,6 +223,49 @@ MIGRATIONS: list[str] = [
         SELECT 'search_target', COALESCE((SELECT MAX(id) FROM events), 0);
     INSERT INTO counters(name, value) VALUES ('search_done', 0), ('search_titles_done', 0);
     """,
+    # 6 -> 7: the ClickHouse sink (store/sink.py, docs/team.md). Its position: the last
+    # event id the server acknowledged, per target, and the clock its rows' versions
+    # come from. Two change feeds, filled by triggers only while a sink is configured (a
+    # sink_state row exists): sessions whose row changed (counters, titles...), and
+    # events changed in place (a higher revision's data, or another session's claim
+    # taking the event over: its session, turn, sub-agent, time).
+    # A feed entry is deleted and inserted again on each change, so its seq only grows:
+    # the sink deletes the entries up to the seq it pushed, never a later change.
+    """
+    CREATE TABLE sink_state (
+        target TEXT PRIMARY KEY,            -- url (no credentials), database, labels, level
+        hwm INTEGER NOT NULL DEFAULT 0,     -- the last event id the server acknowledged
+        clock INTEGER NOT NULL DEFAULT 0,   -- the last version sent (ms since the epoch)
+        acked_at TEXT
+    ) WITHOUT ROWID;
+    CREATE TABLE sink_sessions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE sink_revised (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id INTEGER NOT NULL UNIQUE
+    );
+    CREATE TRIGGER sink_session_inserted AFTER INSERT ON sessions
+        WHEN EXISTS (SELECT 1 FROM sink_state)
+    BEGIN
+        DELETE FROM sink_sessions WHERE session_id = NEW.id;
+        INSERT INTO sink_sessions(session_id) VALUES (NEW.id);
+    END;
+    CREATE TRIGGER sink_session_updated AFTER UPDATE ON sessions
+        WHEN EXISTS (SELECT 1 FROM sink_state)
+    BEGIN
+        DELETE FROM sink_sessions WHERE session_id = NEW.id;
+        INSERT INTO sink_sessions(session_id) VALUES (NEW.id);
+    END;
+    CREATE TRIGGER sink_event_revised
+        AFTER UPDATE OF data, session_id, turn_id, subagent_id, ts ON events
+        WHEN EXISTS (SELECT 1 FROM sink_state)
+    BEGIN
+        DELETE FROM sink_revised WHERE event_id = NEW.id;
+        INSERT INTO sink_revised(event_id) VALUES (NEW.id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -373,6 +373,79 @@ def check_daemon(cfg: Config, ask: Callable[[Config], Any]) -> Check:
     return Check("daemon", True, f"answered on {cfg.socket_path}: {summarize_answer(answer)}")
 
 
+# --- the ClickHouse sink ----------------------------------------------------------------
+
+
+def ping_sink(cfg: Config) -> str:
+    """Straight to the server (when the daemon does not answer): its version."""
+    from agentsrc_daemon.sink.http import ClickHouse
+
+    assert cfg.sink is not None
+    sc = cfg.sink
+    client = ClickHouse(sc.url, user=sc.user, password=sc.password(), timeout=DAEMON_TIMEOUT,
+                        ca_file=sc.ca_file)
+    try:
+        return client.query("SELECT version()").decode().strip()
+    finally:
+        client.close()
+
+
+def check_sink(
+    cfg: Config,
+    ask: Callable[[Config], Any],
+    ping: Callable[[Config], str] = ping_sink,
+    uid: int | None = None,
+) -> list[Check]:
+    """The sink, when configured: its password file private; the daemon's word on the
+    sink (connected, lag, last error), or else the server answering at all."""
+    sc = cfg.sink
+    if sc is None:
+        return []
+    checks: list[Check] = []
+    fix_init = "agentsrc sink init (then see docs/team.md)"
+    if sc.password_file is not None:
+        try:
+            st = sc.password_file.stat()
+        except OSError as exc:
+            checks.append(Check("sink password", False, f"cannot read {sc.password_file}: {exc}",
+                                "write the password to that file, mode 0600"))
+        else:
+            uid = os.geteuid() if uid is None else uid
+            checks.append(_private_mode("sink password", sc.password_file, st, uid, 0o600,
+                                        "password file"))
+    from agentsrc_daemon.sink.http import redact_url
+
+    where = f"{redact_url(sc.url)} database {sc.database}"
+    try:
+        answer = ask(cfg)
+        sink = answer.get("sink") if isinstance(answer, Mapping) else None
+    except Exception:
+        sink = None
+    if isinstance(sink, Mapping) and sink.get("enabled"):
+        lag = (f"lag {sink.get('lag_events')} events, {sink.get('lag_seconds')} s,"
+               f" level {sink.get('level')}")
+        if sink.get("connected"):
+            checks.append(Check("sink", True, f"connected to {where}; {lag}"))
+        else:
+            checks.append(Check(
+                "sink", False,
+                f"not connected to {where}: {sink.get('last_error') or 'no answer yet'}; {lag}"
+                " (the local store keeps everything until the server is back)",
+                "check the url, user and password_file in [sink.clickhouse]; " + fix_init,
+            ))
+        return checks
+    try:
+        version = ping(cfg)
+    except Exception as exc:  # the finding itself
+        checks.append(Check("sink", False, f"no answer from {where}: {type(exc).__name__}: {exc}",
+                            "check the url, user and password_file in [sink.clickhouse]"))
+    else:
+        checks.append(Check("sink", True, f"{where} answers (ClickHouse {version}); the daemon's"
+                            " sink status is not known (the daemon does not answer)",
+                            warning=True))
+    return checks
+
+
 # --- all together --------------------------------------------------------------------
 
 
@@ -403,6 +476,7 @@ def run_checks(
     if integrity is not None:
         checks.append(integrity)
     checks.append(check_daemon(cfg, ask_daemon))
+    checks.extend(check_sink(cfg, ask_daemon))
     return checks
 
 
