@@ -41,11 +41,9 @@ Example config file::
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,12 +209,18 @@ def default_config_file(env: Mapping[str, str], home: Path) -> Path:
 
 def _read_toml(path: Path, explicit: bool) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        fh = path.open("rb")
     except FileNotFoundError:
         if explicit:
             raise ConfigError(f"config file not found: {path}") from None
         return {}
+    # Imported only when there is a file: every CLI query loads this module (the fast
+    # path's budget, docs/performance.md).
+    import tomllib
+
+    try:
+        with fh:
+            return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
 
@@ -254,6 +258,8 @@ def _opencode_db(env: Mapping[str, str], root: Path, home: Path) -> Path | None:
     path = Path(value)
     return path if path.is_absolute() else (root / path).absolute()
 def _login_name() -> str:
+    import getpass  # only with a sink configured
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):

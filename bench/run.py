@@ -5,6 +5,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
+    .venv/bin/python bench/run.py cli [--runs 30]
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
     .venv/bin/python bench/run.py all
 
@@ -372,6 +373,42 @@ def bench_idle(args: argparse.Namespace) -> None:
     )
 
 
+def bench_cli(args: argparse.Namespace) -> None:
+    """Wall time of `agentsrc status` and `agentsrc sessions` against a live daemon on the
+    corpus, each run alternating with `python -c pass` (the interpreter's floor) and the
+    same command on the typer path (AGENTSRC_CLI_FAST=0), so drift hits all alike."""
+    d = Daemon(CORPUS)
+    agentsrc = str(Path(sys.executable).parent / "agentsrc")
+    env = {**d.env, "AGENTSRC_SOCKET": str(d.sock)}
+    subjects = {
+        "python -c pass": ([sys.executable, "-c", "pass"], env),
+        "agentsrc status": ([agentsrc, "status"], env),
+        "agentsrc sessions": ([agentsrc, "sessions"], env),
+        "status (typer)": ([agentsrc, "status"], {**env, "AGENTSRC_CLI_FAST": "0"}),
+        "sessions (typer)": ([agentsrc, "sessions"], {**env, "AGENTSRC_CLI_FAST": "0"}),
+    }
+    times: dict[str, list[float]] = {name: [] for name in subjects}
+    try:
+        d.start()
+        st = d.wait_live()
+        for _ in range(args.runs):
+            for name, (argv, e) in subjects.items():
+                t0 = time.perf_counter()
+                subprocess.run(argv, env=e, stdout=subprocess.DEVNULL, check=True)
+                times[name].append(time.perf_counter() - t0)
+    finally:
+        d.stop()
+    print(f"cli: {args.runs} runs each against a live daemon ({st['sessions']} sessions, "
+          f"{st['events']} events), alternating")
+    floor = statistics.median(times["python -c pass"])
+    for name, ts in times.items():
+        ts.sort()
+        med = statistics.median(ts)
+        p90 = ts[min(len(ts) - 1, int(len(ts) * 0.9))]
+        print(f"  {name:<18} median {med * 1000:6.1f} ms  p90 {p90 * 1000:6.1f} ms"
+              f"  (floor + {(med - floor) * 1000:5.1f} ms)")
+
+
 # ---- the ClickHouse sink ----------------------------------------------------------------
 
 
@@ -539,6 +576,8 @@ def main() -> None:
     idle = sub.add_parser("idle")
     idle.add_argument("--files", type=int, default=500)
     idle.add_argument("--seconds", type=float, default=60)
+    cl = sub.add_parser("cli")
+    cl.add_argument("--runs", type=int, default=30)
     sk = sub.add_parser("sink")
     sk.add_argument("--copies", type=int, default=20)
     sk.add_argument("--repeats", type=int, default=3)
@@ -553,7 +592,7 @@ def main() -> None:
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
-         "latency": bench_latency, "idle": bench_idle, "sink": bench_sink}[args.cmd](args)
+         "latency": bench_latency, "idle": bench_idle, "sink": bench_sink, "cli": bench_cli}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -417,7 +417,7 @@ def test_sessions_filters_sorts_and_pages(store: Store, tmp_path: Path) -> None:
 
 
 def test_times_for_a_person() -> None:
-    from agentsrc_daemon.cli.sessions import local_time
+    from agentsrc_daemon.cli.render import local_time
 
     assert local_time("2026-04-09T14:16:00.000Z", relative=True,
                       now=1775744160.0 + 3 * 3600) == "3h ago"

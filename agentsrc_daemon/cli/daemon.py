@@ -3,16 +3,14 @@ doing)."""
 
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from ..errors import AgentsrcError
-from .app import app, call, get_config, given_options
 from .output import EXIT_FAILED, emit_json, fail
+from .render import status_lines, wait_live
+from .typer_app import app, call, get_config, given_options
 
 
 @app.command()
@@ -73,27 +71,6 @@ def run(
     raise typer.Exit(code)
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
-def _progress_line(st: dict[str, Any]) -> str:
-    p = st.get("progress", {})
-    total = max(1, p.get("bytes_total", 0))
-    done = min(p.get("bytes_done", 0), total)
-    frac = done / total
-    bar = "#" * int(frac * 30) + "-" * (30 - int(frac * 30))
-    return (
-        f"[{bar}] {frac * 100:5.1f}%  {p.get('files_done', 0)}/{p.get('files_total', 0)} files  "
-        f"{_fmt_bytes(done)}/{_fmt_bytes(total)}  {_fmt_bytes(p.get('rate_bytes_per_s', 0))}/s"
-        f"  ETA {p.get('eta_s', 0):.0f}s"
-    )
-
-
 @app.command()
 def status(
     json: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -103,41 +80,10 @@ def status(
 ) -> None:
     """What the daemon is doing: catching up or live, files, sessions, events."""
     if wait:
-        while True:
-            st = call("status")
-            if st["state"] == "live":
-                break
-            if sys.stderr.isatty():
-                sys.stderr.write("\r" + _progress_line(st))
-                sys.stderr.flush()
-            time.sleep(0.5)
-        if sys.stderr.isatty():
-            sys.stderr.write("\n")
+        wait_live(call)
     st = call("status")
     if json:
         emit_json(st)
         return
-    typer.echo(f"state:     {st['state']}")
-    if st["state"] == "catching_up":
-        typer.echo(f"progress:  {_progress_line(st)}")
-    typer.echo(f"files:     {st['files']} ({st.get('files_gone', 0)} gone)")
-    typer.echo(f"sessions:  {st['sessions']}")
-    typer.echo(f"events:    {st['events']}")
-    typer.echo(f"pending:   {_fmt_bytes(st['pending_bytes'])}")
-    for agent, root in st.get("roots", {}).items():
-        typer.echo(f"root:      {agent:<12} {root['path']} ({root['watch']})")
-    scan = st.get("scan", {})
-    typer.echo(
-        f"scanning:  {'on' if scan.get('enabled') else 'OFF: content is not scanned for secrets'}"
-    )
-    sink = st.get("sink", {})
-    if sink.get("enabled"):
-        typer.echo(
-            f"sink:      {sink['state']} -> {sink['url']} ({sink['database']}), "
-            f"lag {sink['lag_events']} events / {sink['lag_seconds']:.1f} s"
-            + (f", last error: {sink['last_error']}" if sink.get("last_error") else "")
-        )
-    if st.get("skipped"):
-        typer.echo("skipped:   " + ", ".join(f"{k}={v}" for k, v in sorted(st["skipped"].items())))
-    for d in st.get("drift", [])[:10]:
-        typer.echo(f"drift:     {d['adapter']} {d['version']} {d['record_type']} x{d['count']}")
+    for line in status_lines(st):
+        typer.echo(line)

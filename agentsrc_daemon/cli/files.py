@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .app import app, call
 from .output import emit_json, print_table, short
+from .typer_app import app, call
 
 # The options of `reads` and `edits`, which differ only in the method they call.
 FilePath = Annotated[

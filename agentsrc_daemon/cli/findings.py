@@ -7,8 +7,8 @@ from typing import Any
 
 import typer
 
-from .app import app, call
 from .output import emit_json, print_table, short
+from .typer_app import app, call
 
 
 @app.command()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import typer
 
-from .app import app, get_config
 from .output import EXIT_FAILED, fail
+from .typer_app import app, get_config
 
 
 @app.command()

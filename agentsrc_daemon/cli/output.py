@@ -1,21 +1,22 @@
-"""Shared pieces of the CLI commands: exit statuses, calling the daemon, printing JSON
-and tables."""
+"""Shared pieces of the typer commands: exit statuses, calling the daemon, printing JSON
+and tables (their lines are made in render.py, which the fast path shares)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-import orjson
 import typer
 
 from ..config import Config
 from ..errors import DaemonNotRunning, RemoteError
 from ..rpc.client import Client
+from .render import emit_json, short, table_lines
 
-# Exit statuses. A script tells "the daemon is not running" and "the daemon refused the
+__all__ = ["emit_json", "short"]  # re-exported: the command modules print with them
+
+# Exit statuses (cli/fast.py answers with the same). A script tells "the daemon is not running" and "the daemon refused the
 # request" from any other failure; everything else that fails is 1.
 EXIT_FAILED = 1
 EXIT_BAD_REQUEST = 2
@@ -45,18 +46,6 @@ def call_daemon(cfg: Config, method: str, params: dict[str, Any] | None = None) 
         return client.call(method, params or {})
 
 
-def emit_json(value: Any) -> None:
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
-def short(value: Any, n: int) -> str:
-    text = " ".join(("" if value is None else str(value)).split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 def print_table(rows: list[list[Any]], headers: list[str]) -> None:
-    cells = [["" if c is None else str(c) for c in r] for r in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    typer.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-    for r in cells:
-        typer.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for line in table_lines(rows, headers):
+        typer.echo(line)

@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 
-from .app import app, call
 from .output import emit_json, short
+from .typer_app import app, call
 
 _BOLD, _RESET = "\x1b[1;33m", "\x1b[0m"
 

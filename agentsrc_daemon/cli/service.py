@@ -17,8 +17,8 @@ import orjson
 import typer
 
 from ..errors import ServiceError
-from .app import app, get_config
 from .output import EXIT_FAILED, EXIT_NOT_RUNNING, emit_json
+from .typer_app import app, get_config
 
 if TYPE_CHECKING:
     from ..config import Config

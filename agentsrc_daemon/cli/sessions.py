@@ -10,31 +10,9 @@ import orjson
 import typer
 
 from ..rpc.client import Client
-from .app import app, call, get_config
 from .output import EXIT_DROPPED, emit_json, fail, print_table, reporting_daemon_errors, short
-
-
-def local_time(ts: str | None, relative: bool = False, now: float | None = None) -> str:
-    """An ISO UTC time for a person: local, ``2026-04-09 14:16``, or ``3h ago``."""
-    if not ts:
-        return ""
-    from datetime import UTC, datetime
-
-    try:
-        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return ts
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    if relative:
-        import time
-
-        age = (now if now is not None else time.time()) - moment.timestamp()
-        for unit, seconds in (("d", 86400), ("h", 3600), ("m", 60)):
-            if age >= seconds:
-                return f"{int(age // seconds)}{unit} ago"
-        return "just now"
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+from .render import sessions_lines, sessions_params
+from .typer_app import app, call, get_config
 
 
 @app.command()
@@ -53,34 +31,17 @@ def sessions(
     json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Sessions, most recently active first (or --sort)."""
-    params: dict[str, Any] = {"limit": limit, "sort": sort}
-    for name, value in (("agent", agent), ("project", project), ("cwd", cwd),
-                        ("since", since), ("until", until), ("model", model),
-                        ("search", search), ("cursor", cursor)):
-        if value:
-            params[name] = value
+    params = sessions_params(agent=agent, project=project, cwd=cwd, since=since, until=until,
+                             model=model, search=search, sort=sort, limit=limit, cursor=cursor)
     page = call("sessions.list", params)
-    result = page["sessions"]
     if json:
-        emit_json(result)
+        emit_json(page["sessions"])
         return
-    print_table(
-        [
-            [
-                s["id"][:48],
-                local_time(s.get("last_event_at"), relative),
-                s.get("prompts"),
-                s.get("tool_calls"),
-                short(s.get("model"), 20),
-                short(s.get("cwd"), 40),
-                short(s.get("title"), 40),
-            ]
-            for s in result
-        ],
-        ["SESSION", "LAST EVENT", "PROMPTS", "TOOLS", "MODEL", "CWD", "TITLE"],
-    )
-    if page.get("next_cursor"):
-        typer.echo(f"(more: --cursor {page['next_cursor']})", err=True)
+    table, hint = sessions_lines(page, relative)
+    for line in table:
+        typer.echo(line)
+    for line in hint:
+        typer.echo(line, err=True)
 
 
 @app.command()

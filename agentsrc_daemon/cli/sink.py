@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import typer
 
-from .app import app, call, get_config
 from .output import EXIT_FAILED, emit_json, fail
+from .typer_app import app, call, get_config
 
 sink_app = typer.Typer(
     help="The ClickHouse sink: one view of the record for a whole team (docs/team.md).",

@@ -1,0 +1,175 @@
+"""What the query commands print, as plain lines, without typer: the typer commands and
+the fast path (cli/fast.py) print the same lines, so their output cannot drift apart.
+
+Only the standard library and orjson here: this module is on the fast path, where every
+import is paid by every `agentsrc status`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def short(value: Any, n: int) -> str:
+    text = " ".join(("" if value is None else str(value)).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def table_lines(rows: list[list[Any]], headers: list[str]) -> list[str]:
+    cells = [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for r in cells:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return lines
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def progress_line(st: dict[str, Any]) -> str:
+    p = st.get("progress", {})
+    total = max(1, p.get("bytes_total", 0))
+    done = min(p.get("bytes_done", 0), total)
+    frac = done / total
+    bar = "#" * int(frac * 30) + "-" * (30 - int(frac * 30))
+    return (
+        f"[{bar}] {frac * 100:5.1f}%  {p.get('files_done', 0)}/{p.get('files_total', 0)} files  "
+        f"{fmt_bytes(done)}/{fmt_bytes(total)}  {fmt_bytes(p.get('rate_bytes_per_s', 0))}/s"
+        f"  ETA {p.get('eta_s', 0):.0f}s"
+    )
+
+
+def wait_live(call: Callable[[str], Any]) -> None:
+    """``status --wait``: a progress bar on a terminal until the daemon is live."""
+    while True:
+        st = call("status")
+        if st["state"] == "live":
+            break
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + progress_line(st))
+            sys.stderr.flush()
+        time.sleep(0.5)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+
+
+def status_lines(st: dict[str, Any]) -> list[str]:
+    """``agentsrc status`` for a person."""
+    lines = [f"state:     {st['state']}"]
+    if st["state"] == "catching_up":
+        lines.append(f"progress:  {progress_line(st)}")
+    lines.append(f"files:     {st['files']} ({st.get('files_gone', 0)} gone)")
+    lines.append(f"sessions:  {st['sessions']}")
+    lines.append(f"events:    {st['events']}")
+    lines.append(f"pending:   {fmt_bytes(st['pending_bytes'])}")
+    for agent, root in st.get("roots", {}).items():
+        lines.append(f"root:      {agent:<12} {root['path']} ({root['watch']})")
+    scan = st.get("scan", {})
+    lines.append(
+        f"scanning:  {'on' if scan.get('enabled') else 'OFF: content is not scanned for secrets'}"
+    )
+    store = st.get("store_errors") or {}
+    if store.get("count"):
+        waiting = store.get("retry_in_s")
+        lines.append(
+            f"store:     {store['count']} commits failed ({store.get('last_error')}),"
+            f" last at {store.get('last_at')}"
+            + (f", retrying in {waiting:.0f} s" if waiting else ", writing again")
+        )
+    sink = st.get("sink", {})
+    if sink.get("enabled"):
+        lines.append(
+            f"sink:      {sink['state']} -> {sink['url']} ({sink['database']}), "
+            f"lag {sink['lag_events']} events / {sink['lag_seconds']:.1f} s"
+            + (f", last error: {sink['last_error']}" if sink.get("last_error") else "")
+        )
+    if st.get("skipped"):
+        lines.append(
+            "skipped:   " + ", ".join(f"{k}={v}" for k, v in sorted(st["skipped"].items()))
+        )
+    for d in st.get("drift", [])[:10]:
+        lines.append(f"drift:     {d['adapter']} {d['version']} {d['record_type']} x{d['count']}")
+    return lines
+
+
+def local_time(ts: str | None, relative: bool = False, now: float | None = None) -> str:
+    """An ISO UTC time for a person: local, ``2026-04-09 14:16``, or ``3h ago``."""
+    if not ts:
+        return ""
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return ts
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    if relative:
+        import time
+
+        age = (now if now is not None else time.time()) - moment.timestamp()
+        for unit, seconds in (("d", 86400), ("h", 3600), ("m", 60)):
+            if age >= seconds:
+                return f"{int(age // seconds)}{unit} ago"
+        return "just now"
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def sessions_params(
+    *,
+    agent: str | None,
+    project: str | None,
+    cwd: str | None,
+    since: str | None,
+    until: str | None,
+    model: str | None,
+    search: str | None,
+    sort: str,
+    limit: int,
+    cursor: str | None,
+) -> dict[str, Any]:
+    """``sessions.list``'s params from ``agentsrc sessions``' options (empty ones left out)."""
+    params: dict[str, Any] = {"limit": limit, "sort": sort}
+    for name, value in (("agent", agent), ("project", project), ("cwd", cwd),
+                        ("since", since), ("until", until), ("model", model),
+                        ("search", search), ("cursor", cursor)):
+        if value:
+            params[name] = value
+    return params
+
+
+def sessions_lines(page: dict[str, Any], relative: bool) -> tuple[list[str], list[str]]:
+    """``agentsrc sessions`` for a person: the table (stdout) and the next page's hint
+    (stderr)."""
+    table = table_lines(
+        [
+            [
+                s["id"][:48],
+                local_time(s.get("last_event_at"), relative),
+                s.get("prompts"),
+                s.get("tool_calls"),
+                short(s.get("model"), 20),
+                short(s.get("cwd"), 40),
+                short(s.get("title"), 40),
+            ]
+            for s in page["sessions"]
+        ],
+        ["SESSION", "LAST EVENT", "PROMPTS", "TOOLS", "MODEL", "CWD", "TITLE"],
+    )
+    hint = [f"(more: --cursor {page['next_cursor']})"] if page.get("next_cursor") else []
+    return table, hint
