@@ -22,6 +22,10 @@ from agentsrc_daemon.system import doctor
 from agentsrc_daemon.system.doctor import Check, run_checks
 from agentsrc_daemon.system.service import ServiceStatus
 
+from harness import DaemonFactory, copy_tree
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
 UID = os.geteuid()
 
 
@@ -38,6 +42,13 @@ def running_service() -> ServiceStatus:
         last_exit=0,
         properties={"UnitFileState": "enabled"},
     )
+
+
+GiB = 1 << 30
+
+
+def roomy_disk(path: Path) -> doctor.DiskUsage:
+    return doctor.DiskUsage(free=40 * GiB, total=100 * GiB)
 
 
 def live_daemon(cfg: Config) -> Any:
@@ -58,6 +69,7 @@ class Setup:
             "max_watches_path": self.limit_file,
             "get_service_status": lambda cfg: self.service,
             "ask_daemon": self.ask,
+            "usage": roomy_disk,
         }
         kwargs.update(overrides)
         return run_checks(self.cfg, **kwargs)
@@ -66,14 +78,29 @@ class Setup:
         return {c.name: c for c in self.checks(**overrides)}
 
 
+# (id, prompts, messages, tool_calls, total_tokens): the counters the store maintains.
+SESSIONS = [
+    ("codex:a", 3, 10, 40, 9000),
+    ("claude-code:b", 1, 2, 3, 100),
+    ("muse:c", 20, 20, 20, 5),
+    ("codex:d", 0, 0, 0, 0),
+    ("claude-code:e", 5, 5, 5, 50),
+    ("gemini:f", 2, 2, 2, 7),
+    ("copilot:g", 1, 1, 1, 1),
+]
+
+
 def make_database(path: Path) -> None:
     conn = apsw.Connection(str(path))
     conn.execute(
-        "CREATE TABLE events(id INTEGER PRIMARY KEY, kind TEXT); CREATE INDEX k ON events(kind)"
+        "CREATE TABLE events(id INTEGER PRIMARY KEY, kind TEXT); CREATE INDEX k ON events(kind);"
+        "CREATE TABLE sessions(id TEXT PRIMARY KEY, prompts INTEGER, messages INTEGER,"
+        " tool_calls INTEGER, total_tokens INTEGER)"
     )
     with conn:
         for n in range(20):
             conn.execute("INSERT INTO events(kind) VALUES (?)", (f"kind-{n:03d}",))
+        conn.executemany("INSERT INTO sessions VALUES (?,?,?,?,?)", SESSIONS)
     conn.close()
     path.chmod(0o600)
 
@@ -143,6 +170,9 @@ def test_all_good(setup: Setup) -> None:
         "inotify",
         "service",
         "integrity",
+        "database size",
+        "disk",
+        "largest sessions",
         "daemon",
     ]
     assert [c for c in checks if not c.ok or c.warning] == []
@@ -152,6 +182,21 @@ def test_all_good(setup: Setup) -> None:
     assert by_name["inotify"].detail == "14 directories to watch, max_user_watches is 65536"
     assert by_name["database"].detail == f"database {setup.cfg.db_path} is 0600"
     assert by_name["integrity"].detail == "PRAGMA quick_check: ok"
+    db_size = setup.cfg.db_path.stat().st_size
+    # Five pages: the schema, events, its index, sessions and its primary key.
+    assert db_size == 5 * 4096
+    assert by_name["database size"].detail == "database 20.0 KiB, WAL 0 B"
+    assert by_name["disk"].detail == (
+        f"40.0 GiB free of 100.0 GiB (40.0%) on the filesystem of {setup.cfg.data_dir}"
+    )
+    assert by_name["largest sessions"].detail == (
+        "5 of 7 by records: "
+        "muse:c 60 (20 prompts, 20 messages, 20 tool calls, 5 tokens); "
+        "codex:a 53 (3 prompts, 10 messages, 40 tool calls, 9,000 tokens); "
+        "claude-code:e 15 (5 prompts, 5 messages, 5 tool calls, 50 tokens); "
+        "claude-code:b 6 (1 prompts, 2 messages, 3 tool calls, 100 tokens); "
+        "gemini:f 6 (2 prompts, 2 messages, 2 tool calls, 7 tokens)"
+    )
     assert by_name["service"].detail == "active (running), pid 4321"
     assert by_name["daemon"].detail == (
         f"answered on {setup.cfg.socket_path}: state=live, events=12"
@@ -496,6 +541,91 @@ def test_report_lists_fixes_and_counts(setup: Setup) -> None:
     assert report[2].startswith("[warn] root muse: ")
     assert report[0] == f"[ ok ] root codex: {setup.cfg.codex_root} is readable"
     assert report[-1] == "1 problem(s) to fix, 1 warning(s)"
+
+
+def test_low_disk_is_a_warning_then_a_failure(setup: Setup) -> None:
+    fix = "free space on that filesystem, or move the data dir ([daemon] data_dir) elsewhere"
+    where = setup.cfg.data_dir
+    low = setup.by_name(usage=lambda p: doctor.DiskUsage(free=512 << 20, total=100 * GiB))
+    assert low["disk"].ok and low["disk"].warning
+    assert low["disk"].detail == (
+        f"512.0 MiB free of 100.0 GiB (0.5%) on the filesystem of {where}: low"
+    )
+    assert low["disk"].fix == fix
+    # Over 1 GiB free but under 5% of a large filesystem: low too.
+    big = setup.by_name(usage=lambda p: doctor.DiskUsage(free=30 * GiB, total=1000 * GiB))
+    assert big["disk"].warning and big["disk"].detail.endswith("(3.0%) on the filesystem of "
+                                                               f"{where}: low")
+    full = setup.checks(usage=lambda p: doctor.DiskUsage(free=10 << 20, total=100 * GiB))
+    assert_fails(
+        full, "disk",
+        f"10.0 MiB free of 100.0 GiB (0.0%) on the filesystem of {where}: commits fail when it"
+        " runs out (the daemon retries and loses nothing, but records nothing new until there"
+        " is space)",
+        fix,
+    )
+
+
+def test_disk_of_a_data_dir_not_made_yet_is_its_parents(setup: Setup) -> None:
+    asked: list[Path] = []
+
+    def usage(path: Path) -> doctor.DiskUsage:
+        asked.append(path)
+        return roomy_disk(path)
+
+    cfg = replace(setup.cfg, data_dir=setup.cfg.home / "not" / "yet")
+    assert doctor.check_disk(cfg, usage).ok
+    assert asked == [setup.cfg.home]
+    # The real statvfs, on the real filesystem of tmp_path: the figures it reports.
+    real = doctor.disk_usage(setup.cfg.data_dir)
+    vfs = os.statvfs(setup.cfg.data_dir)
+    assert real.total == vfs.f_blocks * vfs.f_frsize
+    assert abs(real.free - vfs.f_bavail * vfs.f_frsize) < 64 << 20
+
+
+def test_a_large_wal_is_a_warning(setup: Setup) -> None:
+    wal = setup.cfg.db_path.with_name(setup.cfg.db_path.name + "-wal")
+    with wal.open("wb") as fh:
+        fh.truncate(300 << 20)  # sparse: only the size matters
+    wal.chmod(0o600)
+    check = setup.by_name()["database size"]
+    assert check.ok and check.warning
+    assert check.detail == ("database 20.0 KiB, WAL 300.0 MiB: the WAL is over 256.0 MiB,"
+                            " checkpoints are not keeping up")
+
+
+def test_largest_sessions_of_an_empty_or_older_store(setup: Setup) -> None:
+    conn = apsw.Connection(str(setup.cfg.db_path))
+    conn.execute("DELETE FROM sessions")
+    conn.close()
+    assert setup.by_name()["largest sessions"].detail == "no sessions yet"
+    conn = apsw.Connection(str(setup.cfg.db_path))
+    conn.execute("DROP TABLE sessions")
+    conn.close()
+    check = setup.by_name()["largest sessions"]
+    assert check.ok and check.warning
+    assert check.detail == "cannot read the sessions: SQLError: no such table: sessions"
+
+
+@pytest.mark.slow
+def test_largest_sessions_of_a_real_store(setup: Setup, daemon_factory: DaemonFactory) -> None:
+    """On the store the daemon wrote: its sessions' own counters, as sessions.get has them."""
+    d = daemon_factory()
+    copy_tree(FIXTURES / "claude" / "projects", d.home / ".claude" / "projects")
+    copy_tree(FIXTURES / "muse" / "agents", d.home / "agents")
+    d.start()
+    st = d.wait_live()
+    got = [d.call("sessions.get", {"id": s["id"]})["session"]
+           for s in d.call("sessions.list", {"limit": 100})["sessions"]]
+    got.sort(key=lambda s: (-(s["prompts"] + s["messages"] + s["tool_calls"]), s["id"]))
+    check = doctor.check_largest_sessions(replace(setup.cfg, data_dir=d.data_dir), limit=2)
+    assert check is not None and check.ok and not check.warning
+    assert check.detail == f"2 of {st['sessions']} by records: " + "; ".join(
+        f"{s['id']} {s['prompts'] + s['messages'] + s['tool_calls']} ({s['prompts']} prompts,"
+        f" {s['messages']} messages, {s['tool_calls']} tool calls,"
+        f" {s['tokens']['total_tokens']:,} tokens)" for s in got[:2])
+    assert st["sessions"] == 3
+    assert [s["tool_calls"] for s in got] == [6, 2, 1]
 
 
 def test_count_directories(tmp_path: Path) -> None:

@@ -41,6 +41,15 @@ MAX_USER_WATCHES = Path("/proc/sys/fs/inotify/max_user_watches")
 # What the fix suggests at least: the value most distributions now ship, 8x the old 65536.
 SUGGESTED_MIN_WATCHES = 524288
 QUICK_CHECK_BUSY_MS = 5000
+# Free space on the data dir's filesystem: below the first a commit can fail any moment
+# (the daemon waits and retries, nothing is lost, but nothing new is recorded); below the
+# second (or 5% of the filesystem), a warning.
+DISK_FAIL_BYTES = 64 << 20
+DISK_WARN_BYTES = 1 << 30
+DISK_WARN_FRACTION = 0.05
+# A WAL this large means checkpoints are not keeping up (a reader holding a snapshot).
+WAL_WARN_BYTES = 256 << 20
+LARGEST_SESSIONS = 5
 DAEMON_TIMEOUT = 5.0  # seconds: a daemon that takes longer to answer "status" is unwell
 
 # Adapter name -> the key under [roots] in the config file.
@@ -343,6 +352,107 @@ def check_integrity(cfg: Config) -> Check | None:
     )
 
 
+# --- storage -------------------------------------------------------------------------
+
+
+def fmt_size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def check_database_size(cfg: Config) -> Check | None:
+    """The database's size and its WAL's (what the newest commits hold until a
+    checkpoint moves them into the database)."""
+    db = cfg.db_path
+    if not db.is_file():
+        return None  # reported by check_database_file
+    size, wal = _size(db), _size(db.with_name(db.name + "-wal"))
+    detail = f"database {fmt_size(size)}, WAL {fmt_size(wal)}"
+    if wal > WAL_WARN_BYTES:
+        return Check(
+            "database size", True,
+            detail + f": the WAL is over {fmt_size(WAL_WARN_BYTES)}, checkpoints are not keeping up",
+            "a client holding a long read (an open `agentsrc tail` is fine; a stuck script is"
+            " not): stop it, or restart the daemon",
+            warning=True,
+        )
+    return Check("database size", True, detail)
+
+
+@dataclass(frozen=True, slots=True)
+class DiskUsage:
+    free: int  # bytes this user may still write
+    total: int
+
+
+def disk_usage(path: Path) -> DiskUsage:
+    st = os.statvfs(path)
+    return DiskUsage(free=st.f_bavail * st.f_frsize, total=st.f_blocks * st.f_frsize)
+
+
+def check_disk(cfg: Config, usage: Callable[[Path], DiskUsage] = disk_usage) -> Check:
+    """Free space on the data dir's filesystem (its parent's while it does not exist)."""
+    where = cfg.data_dir
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        u = usage(where)
+    except OSError as exc:
+        return Check("disk", True, f"cannot read the free space of {where}: {exc}", warning=True)
+    pct = 100.0 * u.free / u.total if u.total else 0.0
+    detail = f"{fmt_size(u.free)} free of {fmt_size(u.total)} ({pct:.1f}%) on the filesystem of {where}"
+    fix = "free space on that filesystem, or move the data dir ([daemon] data_dir) elsewhere"
+    if u.free < DISK_FAIL_BYTES:
+        return Check(
+            "disk", False,
+            detail + ": commits fail when it runs out (the daemon retries and loses nothing,"
+            " but records nothing new until there is space)",
+            fix,
+        )
+    if u.free < DISK_WARN_BYTES or u.free < u.total * DISK_WARN_FRACTION:
+        return Check("disk", True, detail + ": low", fix, warning=True)
+    return Check("disk", True, detail)
+
+
+def check_largest_sessions(cfg: Config, limit: int = LARGEST_SESSIONS) -> Check | None:
+    """The sessions with the most records, by their maintained counters (prompts,
+    messages, tool calls): one read of the sessions table, never a scan of events."""
+    db = cfg.db_path
+    if not db.is_file():
+        return None
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.setbusytimeout(QUICK_CHECK_BUSY_MS)
+            rows = list(conn.execute(
+                "SELECT id, prompts + messages + tool_calls AS n, prompts, messages, tool_calls,"
+                " total_tokens FROM sessions ORDER BY n DESC, id LIMIT ?", (limit,)
+            ))
+            total = conn.execute("SELECT count(*) FROM sessions").fetchall()[0][0]
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        return Check("largest sessions", True, f"cannot read the sessions: {type(exc).__name__}:"
+                     f" {_one_line(str(exc))}", warning=True)
+    if not rows:
+        return Check("largest sessions", True, "no sessions yet")
+    top = "; ".join(
+        f"{sid} {n:,} ({p:,} prompts, {m:,} messages, {t:,} tool calls, {tok:,} tokens)"
+        for sid, n, p, m, t, tok in rows
+    )
+    return Check("largest sessions", True, f"{len(rows)} of {total:,} by records: {top}")
+
+
 # --- the daemon itself ---------------------------------------------------------------
 
 
@@ -457,10 +567,11 @@ def run_checks(
     max_watches_path: Path = MAX_USER_WATCHES,
     get_service_status: Callable[[Config], ServiceStatus] = default_service_status,
     ask_daemon: Callable[[Config], Any] = ask_daemon_status,
+    usage: Callable[[Path], DiskUsage] = disk_usage,
 ) -> list[Check]:
     """Every check, in the order a person would fix them. The keyword arguments are seams
-    for tests: the user, the platform, the inotify limit file, the service manager and the
-    daemon's socket."""
+    for tests: the user, the platform, the inotify limit file, the service manager, the
+    daemon's socket and the filesystem's free space."""
     uid = os.geteuid() if uid is None else uid
     platform = sys.platform if platform is None else platform
     checks = check_roots(cfg)
@@ -475,6 +586,13 @@ def run_checks(
     integrity = check_integrity(cfg)
     if integrity is not None:
         checks.append(integrity)
+    size = check_database_size(cfg)
+    if size is not None:
+        checks.append(size)
+    checks.append(check_disk(cfg, usage))
+    largest = check_largest_sessions(cfg)
+    if largest is not None:
+        checks.append(largest)
     checks.append(check_daemon(cfg, ask_daemon))
     checks.extend(check_sink(cfg, ask_daemon))
     return checks
