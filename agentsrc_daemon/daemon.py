@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import apsw
 import structlog
 
 from . import __version__
@@ -43,6 +44,14 @@ log = structlog.get_logger("agentsrc.daemon")
 ROOT_CHECK_INTERVAL_S = 2.0
 FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
 STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
+# Test-only, for a machine where a test cannot mount a small filesystem: while this file
+# exists every commit fails as on a full disk.
+FULL_HOOK_ENV = "AGENTSRC_TEST_DISK_FULL_FILE"
+RETRY_FIRST_S = 0.5  # after a failed commit; doubled on each failure in a row
+RETRY_MAX_S = 30.0
+# What a commit can fail with and succeed on a later try: the disk (or the user's quota)
+# full, or an I/O error (SQLite reports a -shm it cannot grow as one).
+STORE_WRITE_ERRORS = (apsw.FullError, apsw.IOError)
 
 
 @dataclass
@@ -67,6 +76,43 @@ class Progress:
             "bytes_total": self.bytes_total,
             "rate_bytes_per_s": round(rate, 1),
             "eta_s": round(eta, 1),
+        }
+
+
+@dataclass
+class StoreErrors:
+    """Commits the store refused (disk full): counted for status, and when to try again.
+    A failed commit leaves everything as it was: the database rolled back, the files'
+    cursors reset to what it holds, so the next try reads the same lines again."""
+
+    count: int = 0
+    last_error: str | None = None
+    last_at: str | None = None
+    delay: float = 0.0  # the last wait; 0 once a commit succeeds
+    retry_at: float = 0.0  # monotonic
+
+    def failed(self, exc: BaseException) -> float:
+        self.count += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        self.last_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.delay = min(RETRY_MAX_S, self.delay * 2 if self.delay else RETRY_FIRST_S)
+        self.retry_at = time.monotonic() + self.delay
+        return self.delay
+
+    def succeeded(self) -> None:
+        self.delay = 0.0
+        self.retry_at = 0.0
+
+    def waiting(self) -> float:
+        """Seconds until the next try (0: write now)."""
+        return max(0.0, self.retry_at - time.monotonic())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "last_error": self.last_error,
+            "last_at": self.last_at,
+            "retry_in_s": round(self.waiting(), 1),
         }
 
 
@@ -126,6 +172,7 @@ class Daemon:
         self.exit_code = 0
         self._initial_done = False
         self.scan_state: dict[str, Any] = {"enabled": False}
+        self.store_errors = StoreErrors()
 
     # ---- start-up ----------------------------------------------------------------
 
@@ -224,7 +271,13 @@ class Daemon:
             return
         ack = sink.take_ack()
         if ack is not None:
-            sink_store.save(self.components.store.conn, ack)
+            try:
+                sink_store.save(self.components.store.conn, ack)
+            except STORE_WRITE_ERRORS as exc:
+                # The position stays where it was: the server is sent those rows again,
+                # which its versioned tables absorb.
+                self.store_errors.failed(exc)
+                log.warning("sink_position_not_saved", error=type(exc).__name__)
 
     # ---- reconcile ---------------------------------------------------------------
 
@@ -340,6 +393,11 @@ class Daemon:
                     # nothing new in its round: data_version did not move.
                     self.pending.setdefault(spec.path, spec)
             self._requeue_retries()
+            if self.pending and self.store_errors.waiting():
+                # The last commit failed (the disk full): nothing is read until the next
+                # try. Woken by file events too, which only add to the queue.
+                self.dirty.wakeup.wait(min(self.store_errors.waiting(), 1.0))
+                continue
             if self.pending:
                 self._work()
                 self._refresh_backlog()
@@ -354,14 +412,21 @@ class Daemon:
                 self.progress.live_since = time.time()
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
-            if self.components.store.search_backlog():
+            if self.components.store.search_backlog() and not self.store_errors.waiting():
                 # The search index of the events stored before it existed: one chunk
                 # (its own transaction) at a time, when no file is waiting.
-                self.components.store.build_search_step(
-                    int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
-                )
+                try:
+                    self.components.store.build_search_step(
+                        int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
+                    )
+                except STORE_WRITE_ERRORS as exc:
+                    delay = self.store_errors.failed(exc)
+                    log.warning("search_index_step_failed", error=type(exc).__name__,
+                                retry_in_s=delay, failures=self.store_errors.count)
                 continue
             wake_at = min([next_reconcile, next_root_check, *(t for t, _ in self.retry.values())])
+            if self.store_errors.waiting():
+                wake_at = min(wake_at, self.store_errors.retry_at)
             timeout = wake_at - time.monotonic()
             if self.notifier.watchdog_every:
                 timeout = min(timeout, self.notifier.watchdog_every)
@@ -403,10 +468,12 @@ class Daemon:
                 continue
             self._account(path, rnd)
             if len(batch.events) >= self.cfg.batch_max_events or time.monotonic() >= deadline:
-                self._commit(batch)
+                committed = self._commit(batch)
                 batch = Batch()
                 deadline = time.monotonic() + self.cfg.batch_max_delay
                 self.notifier.watchdog_if_due()
+                if not committed:
+                    break  # the disk is full: wait (the loop) before reading more
                 if self.dirty:
                     break  # let fresh appends in live files jump the backfill queue
         self._commit(batch)
@@ -434,16 +501,25 @@ class Daemon:
         """A round a worker finished: its batch is committed with the cursor it
         advanced, which replaces this thread's copy."""
         self.components.ingestor.cursors[done.path] = done.cursor
-        self._commit(done.batch)
-        self._account(done.path, done.round)
+        if self._commit(done.batch):
+            self._account(done.path, done.round)
 
-    def _commit(self, batch: Batch) -> None:
+    def _commit(self, batch: Batch) -> bool:
         """Commit on the ingest thread. (A committer thread was measured: with the GIL
         handed back and forth on every row it was slower and held more batches in
-        memory; see docs/performance.md.)"""
+        memory; see docs/performance.md.) False when the store refused it (disk full):
+        then nothing of it happened, and its files are queued to be read again."""
         if batch.empty():
-            return
-        inserted = self.components.store.commit(batch)
+            return True
+        try:
+            hook = os.environ.get(FULL_HOOK_ENV)
+            if hook and os.path.exists(hook):
+                raise apsw.FullError("database or disk is full (test hook)")
+            inserted = self.components.store.commit(batch)
+        except STORE_WRITE_ERRORS as exc:
+            self._commit_failed(batch, exc)
+            return False
+        self.store_errors.succeeded()
         sink = self.components.sink
         if sink is not None:
             sink.notify()
@@ -452,6 +528,31 @@ class Daemon:
         # in its backlog query, so skipping the rows when nobody listens leaves no gap.
         if inserted and self.hub.count():
             self.hub.publish(inserted.rows())
+        return True
+
+    def _commit_failed(self, batch: Batch, exc: BaseException) -> None:
+        """The transaction rolled back: the batch's files go back to their committed
+        cursors and into the queue, read again once the next try is due."""
+        delay = self.store_errors.failed(exc)
+        paths = list(batch.cursors)
+        committed = self.components.store.committed_cursors(paths)
+        ingestor = self.components.ingestor
+        roots, extra = self.cfg.roots(), self.cfg.extra_sources()
+        for path in paths:
+            ingestor.restore(path, committed.get(path))
+            spec = sources.classify(path, roots, extra)
+            if spec is not None:
+                self.pending.setdefault(path, spec)
+        # Counts and the error's type and message (SQLite's, never the data).
+        log.warning(
+            "commit_failed",
+            error=type(exc).__name__,
+            detail=str(exc),
+            files=len(paths),
+            events=len(batch.rows) + len(batch.events),  # rows: the prepared events
+            failures=self.store_errors.count,
+            retry_in_s=delay,
+        )
 
     # ---- status --------------------------------------------------------------------
 
@@ -502,6 +603,7 @@ class Daemon:
             "socket": str(self.cfg.socket_path),
             "scan": self.scan_state,
             "search_index": reader.search_progress(),
+            "store_errors": self.store_errors.as_dict(),
             "sink": self._sink_status(reader),
         }
 

@@ -178,6 +178,15 @@ class Ingestor:
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
 
+    def restore(self, path: str, cursor: Cursor | None) -> None:
+        """Back to a committed cursor (None: nothing committed) after a commit of this
+        file's round failed, so its next round reads the same lines again."""
+        if cursor is None:
+            self.cursors.pop(path, None)
+        else:
+            self.cursors[path] = cursor
+        self.caught_up.discard(path)
+
     def close(self) -> None:
         for db in self.readers.values():
             db.close()

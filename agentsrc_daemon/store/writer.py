@@ -18,6 +18,7 @@ the order the claims arrive in.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,14 @@ class Store:
             )
             self._source_ids[path] = sid
         return out
+
+    def committed_cursors(self, paths: Iterable[str]) -> dict[str, Cursor]:
+        """After a commit that failed (rolled back): the cursors of ``paths`` as the
+        database has them (a file absent has none committed). The source ids are
+        re-read too: the failed transaction may have made some that no longer exist."""
+        self._source_ids.clear()
+        committed = self.load_cursors()
+        return {p: committed[p] for p in paths if p in committed}
 
     def _source_id(self, cursor: Cursor) -> int:
         sid = cursor.source_id or self._source_ids.get(cursor.path)
