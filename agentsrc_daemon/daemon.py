@@ -47,6 +47,13 @@ STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while 
 # Test-only, for a machine where a test cannot mount a small filesystem: while this file
 # exists every commit fails as on a full disk.
 FULL_HOOK_ENV = "AGENTSRC_TEST_DISK_FULL_FILE"
+# The reconcile scan's share of a core (0.02%): a scan that costs more than that share of
+# the configured interval waits proportionally longer for the next one (20,000 files
+# cost about 0.3 s of CPU: 25 minutes), so a large home stays idle while inotify reports
+# the changes (and an inotify overflow asks for a scan at once: ingest/watch.py). Scans
+# cheaper than RECONCILE_PACE_FLOOR_S keep the configured interval.
+RECONCILE_CPU_INVERSE = 5000  # the scan takes at most 1/5000 of a core
+RECONCILE_PACE_FLOOR_S = 0.010
 RETRY_FIRST_S = 0.5  # after a failed commit; doubled on each failure in a row
 RETRY_MAX_S = 30.0
 # What a commit can fail with and succeed on a later try: the disk (or the user's quota)
@@ -117,6 +124,26 @@ class StoreErrors:
 
 
 @dataclass
+class ReconcileStats:
+    """The last reconcile scan, for status: what it stat'ed, its CPU, the wait after it."""
+
+    files: int = 0
+    cpu_ms: float = 0.0
+    interval_s: float = 0.0
+    scans: int = 0
+
+    def next_interval(self, configured: float) -> float:
+        cpu = self.cpu_ms / 1000
+        if cpu < RECONCILE_PACE_FLOOR_S:
+            return configured
+        return max(configured, cpu * RECONCILE_CPU_INVERSE)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"files": self.files, "cpu_ms": round(self.cpu_ms, 1),
+                "interval_s": round(self.interval_s, 1), "scans": self.scans}
+
+
+@dataclass
 class Components:
     """What start() brings up, in that order; shutdown() stops them in reverse. The
     ingestor is replaced on reload (new stages, the same cursors)."""
@@ -173,6 +200,8 @@ class Daemon:
         self._initial_done = False
         self.scan_state: dict[str, Any] = {"enabled": False}
         self.store_errors = StoreErrors()
+        self.reconcile_stats = ReconcileStats()
+        self._backlog_stale = True  # the queue or the cursors moved since _refresh_backlog
 
     # ---- start-up ----------------------------------------------------------------
 
@@ -300,6 +329,16 @@ class Daemon:
     def reconcile(self) -> int:
         """Stat every source under every root; queue those with news. Also queue known
         files that are no longer found, so they are marked gone."""
+        cpu0 = time.thread_time()
+        queued = self._reconcile()
+        stats = self.reconcile_stats
+        stats.cpu_ms = (time.thread_time() - cpu0) * 1000
+        stats.scans += 1
+        stats.interval_s = stats.next_interval(self.cfg.reconcile_interval)
+        self._backlog_stale = True
+        return queued
+
+    def _reconcile(self) -> int:
         ingestor = self.components.ingestor
         seen: set[str] = set()
         queued = 0
@@ -325,6 +364,7 @@ class Daemon:
                 if gone_spec is not None:
                     self.pending[path] = gone_spec
                     queued += 1
+        self.reconcile_stats.files = len(seen)
         return queued
 
     def _scan_root(self, root: Path) -> None:
@@ -367,7 +407,10 @@ class Daemon:
         signal.signal(signal.SIGHUP, on_hup)
 
     def _loop(self) -> None:
-        next_reconcile = time.monotonic() + self.cfg.reconcile_interval
+        # The start's scan set the pace (a large home waits longer between scans).
+        next_reconcile = time.monotonic() + (
+            self.reconcile_stats.interval_s or self.cfg.reconcile_interval
+        )
         next_root_check = time.monotonic() + ROOT_CHECK_INTERVAL_S
         last_status = 0.0
         while not self.stop_event.is_set():
@@ -381,9 +424,12 @@ class Daemon:
             if now >= next_root_check:
                 self.components.watcher.check_roots()
                 next_root_check = now + ROOT_CHECK_INTERVAL_S
+            if self.dirty.take_reconcile_request():
+                log.warning("inotify_overflow_reconcile")
+                next_reconcile = now
             if now >= next_reconcile:
                 self.reconcile()
-                next_reconcile = time.monotonic() + self.cfg.reconcile_interval
+                next_reconcile = time.monotonic() + self.reconcile_stats.interval_s
             paths, dirs = self.dirty.take()
             for d in dirs:
                 self._scan_dir(d)
@@ -400,13 +446,17 @@ class Daemon:
                 continue
             if self.pending:
                 self._work()
+                self._backlog_stale = True
                 self._refresh_backlog()
                 if time.monotonic() - last_status > 2.0:
                     last_status = time.monotonic()
                     self.notifier.status(self._status_line())
                 continue
             self.backfill.close(self.components.ingestor)
-            self._refresh_backlog(force=True)
+            if self._backlog_stale:
+                # Not on every wake-up: it sums over every cursor (20,000 of them in a
+                # large home), and an idle daemon wakes every 2 s for the root check.
+                self._refresh_backlog(force=True)
             if not self._initial_done:
                 self._initial_done = True
                 self.progress.live_since = time.time()
@@ -563,6 +613,7 @@ class Daemon:
         if force or now - self._backlog_at >= 0.25:
             self._backlog_at = now
             self._backlog = (self.backlog_bytes(), len(self.pending))
+            self._backlog_stale = False
 
     def backlog_bytes(self) -> int:
         """Bytes still to read: known cursors' lag, or during the first catch-up the
@@ -604,6 +655,7 @@ class Daemon:
             "scan": self.scan_state,
             "search_index": reader.search_progress(),
             "store_errors": self.store_errors.as_dict(),
+            "reconcile": self.reconcile_stats.as_dict(),
             "sink": self._sink_status(reader),
         }
 

@@ -64,3 +64,51 @@ def test_missing_root_is_watched_when_it_appears(tmp_path: Path) -> None:
         assert str(root / "x.jsonl") in seen
     finally:
         w.stop()
+
+
+def test_watchdog_still_logs_an_overflow_as_the_hook_expects() -> None:
+    """The hook matches watchdog's own log record; a watchdog that words it otherwise
+    fails here, not silently in production."""
+    import inspect
+
+    import watchdog.observers.inotify_c as inotify_c
+
+    assert inotify_c.__name__ == watch.INOTIFY_LOGGER
+    assert f'"{watch.OVERFLOW_MESSAGE}; filesystem events were lost"' in inspect.getsource(
+        inotify_c)
+
+
+def test_an_overflow_record_asks_for_a_reconcile(tmp_path: Path) -> None:
+    import logging
+
+    dirty = watch.DirtySet()
+    w = watch.Watcher({"claude-code": tmp_path}, dirty)
+    w.start()
+    try:
+        assert dirty.take_reconcile_request() is False
+        logging.getLogger(watch.INOTIFY_LOGGER).warning("Some other warning")
+        assert dirty.take_reconcile_request() is False
+        logging.getLogger(watch.INOTIFY_LOGGER).warning(
+            "Inotify queue overflowed; filesystem events were lost")
+        assert dirty.wakeup.is_set()
+        assert dirty.take_reconcile_request() is True
+        assert dirty.take_reconcile_request() is False  # once per request
+    finally:
+        w.stop()
+    logging.getLogger(watch.INOTIFY_LOGGER).warning(
+        "Inotify queue overflowed; filesystem events were lost")
+    assert dirty.take_reconcile_request() is False  # the hook left with the watcher
+
+
+def test_reconcile_pace() -> None:
+    from agentsrc_daemon.daemon import ReconcileStats
+
+    def pace(cpu_ms: float, configured: float = 30.0) -> float:
+        return ReconcileStats(cpu_ms=cpu_ms).next_interval(configured)
+
+    assert pace(2.0) == 30.0  # a small home: the configured interval
+    assert pace(9.9) == 30.0
+    assert pace(10.0) == 50.0  # 0.02% of a core: 10 ms every 50 s
+    assert pace(300.0) == 1500.0  # 20,000 files: every 25 minutes
+    assert pace(2.0, configured=2.0) == 2.0
+    assert pace(300.0, configured=3600.0) == 3600.0

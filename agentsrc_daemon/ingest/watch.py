@@ -1,9 +1,12 @@
 """The file watcher: watchdog observers on the roots, feeding a coalescing dirty set.
 
 File events only mark a path dirty; the ingest loop decides what to read. Because
-inotify drops events under load (and watchdog drops IN_Q_OVERFLOW silently), the
-daemon also runs a stat-based reconcile scan (see daemon.py): the watcher is a latency
-optimisation, the reconcile is what makes it correct.
+inotify drops events under load, the daemon also runs a stat-based reconcile scan (see
+daemon.py): the watcher is a latency optimisation, the reconcile is what makes it
+correct. In a large home the scan is paced by its cost (minutes apart), so an inotify
+queue overflow asks for one at once: watchdog (7 and later) says so only in a log
+record, which ``OverflowHook`` listens for; an older watchdog drops it silently and the
+paced scan catches up.
 
 What is watched is a list of watch points (config.WatchPoint): a root recursively, or,
 for the agents whose home holds large trees we never read, the root's own entries plus
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -52,6 +56,9 @@ EVENT_FILTER = [
     DirMovedEvent,
 ]
 POLL_INTERVAL_S = 2.0
+# watchdog's inotify logger and the start of its record for an IN_Q_OVERFLOW.
+INOTIFY_LOGGER = "watchdog.observers.inotify_c"
+OVERFLOW_MESSAGE = "Inotify queue overflowed"
 
 
 class DirtySet:
@@ -61,6 +68,7 @@ class DirtySet:
         self._lock = threading.Lock()
         self._paths: set[str] = set()
         self._dirs: set[str] = set()
+        self._reconcile = False
         self.wakeup = threading.Event()
 
     def mark(self, path: str) -> None:
@@ -73,6 +81,17 @@ class DirtySet:
             self._dirs.add(path)
         self.wakeup.set()
 
+    def request_reconcile(self) -> None:
+        """Events were lost (an inotify queue overflow): a reconcile scan now."""
+        with self._lock:
+            self._reconcile = True
+        self.wakeup.set()
+
+    def take_reconcile_request(self) -> bool:
+        with self._lock:
+            asked, self._reconcile = self._reconcile, False
+        return asked
+
     def take(self) -> tuple[set[str], set[str]]:
         with self._lock:
             paths, dirs = self._paths, self._dirs
@@ -83,6 +102,18 @@ class DirtySet:
     def __bool__(self) -> bool:
         with self._lock:
             return bool(self._paths or self._dirs)
+
+
+class OverflowHook(logging.Handler):
+    """watchdog's log record of an inotify queue overflow -> a reconcile scan now."""
+
+    def __init__(self, dirty: DirtySet) -> None:
+        super().__init__(logging.WARNING)
+        self.dirty = dirty
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith(OVERFLOW_MESSAGE):
+            self.dirty.request_reconcile()
 
 
 class _Handler(FileSystemEventHandler):
@@ -118,6 +149,8 @@ class Watcher:
 
     def start(self, on_root_appeared: Callable[[Path], None] | None = None) -> None:
         self._on_root_appeared = on_root_appeared
+        self._overflow = OverflowHook(self.dirty)
+        logging.getLogger(INOTIFY_LOGGER).addHandler(self._overflow)
         self.check_roots(initial=True)
 
     def check_roots(self, *, initial: bool = False) -> list[Path]:
@@ -185,3 +218,6 @@ class Watcher:
     def stop(self) -> None:
         for key in list(self.observers):
             self._stop(key)
+        hook = getattr(self, "_overflow", None)
+        if hook is not None:
+            logging.getLogger(INOTIFY_LOGGER).removeHandler(hook)
