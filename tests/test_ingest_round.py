@@ -124,7 +124,7 @@ def test_document_state_persists_across_versions_and_crashes_are_counted(
     store.close()
     cursor = ingestor.cursors[str(path)]
     assert models == ["v1", "v2"]
-    assert cursor.state == {"versions": 2}
+    assert cursor.load_state() == {"versions": 2}
     assert cursor.skipped == {ADAPTER_ERROR: 1}
 
 

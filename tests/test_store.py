@@ -79,8 +79,20 @@ def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
     store.close()
     s2 = Store(tmp_path / "db.sqlite")
     c = s2.load_cursors()["/x/a.jsonl"]
-    assert (c.offset, c.state) == (100, {"turn": 3, "pending": {"c": ["shell", {"a": 1}]}})
+    # Loaded undecoded (a start does not decode every file's state), decoded when read.
+    assert (c.offset, c.state, c.state_json) == (100, None, b'{"turn":3,"pending":{"c":["shell",{"a":1}]}}')
+    # Saved again undecoded (a file marked gone, say): the state is kept as it was.
+    b2 = Batch()
+    b2.cursors[c.path] = c
+    c.gone_at = "2026-01-01T00:00:00Z"
+    s2.commit(b2)
     s2.close()
+    s3 = Store(tmp_path / "db.sqlite")
+    c3 = s3.load_cursors()["/x/a.jsonl"]
+    assert c3.gone_at == "2026-01-01T00:00:00Z"
+    assert c3.load_state() == {"turn": 3, "pending": {"c": ["shell", {"a": 1}]}}
+    assert (c3.state_json, c3.load_state()) == (None, {"turn": 3, "pending": {"c": ["shell", {"a": 1}]}})
+    s3.close()
 
 
 def test_message_parts_merge_once(store: Store, tmp_path: Path) -> None:

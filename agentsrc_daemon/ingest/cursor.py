@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 
 @dataclass(slots=True)
 class Cursor:
@@ -28,3 +30,14 @@ class Cursor:
     lines: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     gone_at: str | None = None
+    # The state as the store holds it, not decoded yet: a large home's states are about
+    # 100 MB of JSON (decoding them all took 3 s of every start), and most files are
+    # never read again. ``load_state`` decodes it when the file is.
+    state_json: bytes | str | None = None
+
+    def load_state(self) -> dict[str, Any] | None:
+        if self.state_json is not None:
+            if self.state is None:
+                self.state = orjson.loads(self.state_json)
+            self.state_json = None
+        return self.state

@@ -47,6 +47,7 @@ def reset_cursor(cursor: Cursor) -> None:
     cursor.head_hash = None
     cursor.skipping = False
     cursor.state = None
+    cursor.state_json = None
     cursor.generation += 1
 
 

@@ -230,6 +230,7 @@ class Ingestor:
 
     def ingest(self, spec: sources.SourceSpec, batch: Batch, budget_bytes: int) -> FileRound:
         cursor = self.cursor_for(spec)
+        cursor.load_state()  # decoded only for files read (see Cursor.state_json)
         if spec.mode == sources.JSONL:
             rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes)
         elif spec.mode == sources.DOCUMENT:
@@ -530,7 +531,8 @@ class Ingestor:
 
 
 def _sidecar_held(cursor: Cursor) -> dict[str, Any]:
-    held = cursor.state.get(SIDECAR_KEY) if isinstance(cursor.state, dict) else None
+    state = cursor.load_state()
+    held = state.get(SIDECAR_KEY) if isinstance(state, dict) else None
     return held if isinstance(held, dict) else {}
 
 

@@ -132,7 +132,7 @@ class Store:
                 head_len=head_len,
                 head_hash=head_hash,
                 skipping=bool(skipping),
-                state=orjson.loads(state) if state else None,
+                state_json=state or None,  # decoded when the file is read
                 generation=generation,
                 lines=lines,
                 skipped=orjson.loads(skipped) if skipped else {},
@@ -180,7 +180,7 @@ class Store:
                 c.head_len,
                 c.head_hash,
                 int(c.skipping),
-                orjson.dumps(c.state) if c.state is not None else None,
+                orjson.dumps(c.state) if c.state is not None else c.state_json,
                 c.generation,
                 c.lines,
                 orjson.dumps(c.skipped).decode(),
