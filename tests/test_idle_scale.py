@@ -46,8 +46,11 @@ def test_status_reports_the_reconcile_and_an_overflow_asks_for_one(
     assert d.proc is not None
     d.send_signal(signal.SIGSTOP)
     try:
+        # Stopped for sure (the signal is delivered asynchronously) before the writes.
+        wait_for(lambda: Path(f"/proc/{d.proc.pid}/stat").read_text().rsplit(")", 1)[1]
+                 .split()[0] == "T", timeout=10, interval=0.01)
         with a.open("ab", buffering=0) as fa, b.open("ab", buffering=0) as fb:
-            for _ in range(limit // 2 + 100):  # alternating: the kernel merges repeats
+            for _ in range(limit):  # twice the queue; alternating: the kernel merges repeats
                 fa.write(b"x")
                 fb.write(b"x")
     finally:
