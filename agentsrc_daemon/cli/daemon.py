@@ -82,6 +82,12 @@ def _fmt_bytes(n: float) -> str:
 
 
 def _progress_line(st: dict[str, Any]) -> str:
+    if st["state"] == "migrating":  # a schema migration that rewrites every event
+        m = st.get("migration", {})
+        return (
+            f"migrating the store ({m.get('name')}): {m.get('fraction', 0) * 100:5.1f}%  "
+            f"{m.get('done', 0)}/{m.get('total', 0)} events"
+        )
     p = st.get("progress", {})
     total = max(1, p.get("bytes_total", 0))
     done = min(p.get("bytes_done", 0), total)
@@ -118,6 +124,9 @@ def status(
         emit_json(st)
         return
     typer.echo(f"state:     {st['state']}")
+    if st["state"] == "migrating":
+        typer.echo(f"progress:  {_progress_line(st)}")
+        return
     if st["state"] == "catching_up":
         typer.echo(f"progress:  {_progress_line(st)}")
     typer.echo(f"files:     {st['files']} ({st.get('files_gone', 0)} gone)")

@@ -3,19 +3,171 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
 
 from ..errors import SchemaTooNew
+from . import packing
 
 BUSY_TIMEOUT_MS = 5000
 WRITER_CACHE_KIB = 8 * 1024
+PAGE_SIZE = 16384
+# The WAL never grows past WAL_LIMIT_BYTES: a checkpoint runs once it holds a quarter
+# of that, which leaves room for the largest commits (a backfill batch, a migration
+# chunk) and for a checkpoint or two that readers made wait (measured: at half, a
+# backfill with a reader always busy peaked at 59 MiB).
+WAL_LIMIT_BYTES = 64 * 1024 * 1024
+WAL_CHECKPOINT_PAGES = WAL_LIMIT_BYTES // 4 // PAGE_SIZE
+# How long a checkpoint waits for readers still on an older snapshot (then the next
+# commit tries again): readers are short transactions, and the writer must not stall.
+WAL_RESTART_BUSY_MS = 200
+
+
+class WalBound:
+    """Keeps the WAL under WAL_LIMIT_BYTES whatever the readers do. SQLite's own
+    auto-checkpoint is PASSIVE: with readers one after another (the socket's threads,
+    the sink) some reader always holds a frame of the WAL, the log never starts over,
+    and it grew to 145 MiB in a backfill (tests/test_store_size.py). So the writer
+    counts the WAL's pages (a WAL hook, which replaces the auto-checkpoint) and past
+    a quarter of the bound runs a RESTART checkpoint, which waits (briefly) for the readers to
+    reach the latest snapshot and makes the next commit write the log from its start;
+    journal_size_limit then cuts the file back to the bound."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.pages = 0
+        conn.set_wal_hook(self._committed)
+
+    def _committed(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        self.pages = pages
+        return apsw.SQLITE_OK
+
+    def check(self, conn: apsw.Connection) -> None:
+        """After a commit: checkpoint if the WAL holds a quarter of its bound."""
+        if self.pages >= WAL_CHECKPOINT_PAGES and restart_checkpoint(conn):
+            self.pages = 0
+
+
+def restart_checkpoint(conn: apsw.Connection) -> bool:
+    """A RESTART checkpoint: whether it completed (a reader on an older snapshot that
+    outlasts WAL_RESTART_BUSY_MS makes it give up)."""
+    conn.setbusytimeout(WAL_RESTART_BUSY_MS)
+    try:
+        conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
+    except apsw.BusyError:
+        return False
+    finally:
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    return True
+
+
+@dataclass(frozen=True)
+class ChunkedMigration:
+    """A migration too long for one transaction (it rewrites every event): ``begin`` (one
+    transaction, idempotent: a resumed migration runs it again), then ``step`` over id
+    ranges, each chunk its own transaction with the high-water mark in ``counters``
+    (``<name>_done`` of ``<name>_target``), so a kill -9 resumes after the last committed
+    chunk; ``finish`` runs in the transaction that bumps the version."""
+
+    name: str
+    begin: Callable[[apsw.Connection], None]
+    step: Callable[[apsw.Connection, int, int], None]  # (conn, after_id, upto_id)
+    finish: Callable[[apsw.Connection], None]
+
+
+# 7 -> 8: the events' data packed (store/packing.py). The events are copied in id
+# chunks into `events_new`, whose physical column is `packed` and whose `data` is a
+# VIRTUAL column that unpacks it (so every query reads the same JSON as before), and
+# deleted from the old table in the same transaction (its pages are reused by the copy:
+# the file does not grow by a second copy). At the end the new table takes the old
+# one's name, sequence, indexes and triggers. Indexes, columns and triggers are carried
+# over as the old table has them (whatever migrations came before this one). Queries
+# wait while it runs (the daemon answers status only): the events are in two tables.
+
+
+_ON_EVENTS = re.compile(r'\s+ON\s+"?events"?\s*\(', re.IGNORECASE)
+
+
+def _columns(conn: apsw.Connection, table: str) -> list[str]:
+    # table_xinfo's hidden: 2 and 3 are generated columns (virtual, stored).
+    return [row[1] for row in conn.execute(f"PRAGMA table_xinfo({table})") if row[6] == 0]
+
+
+def _begin_packing(conn: apsw.Connection) -> None:
+    if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'events_new'").fetchone():
+        return  # resumed: begun by an earlier run
+    row = conn.execute(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'"
+    ).fetchone()
+    assert row is not None
+    table_sql = str(row[0])
+    conn.execute(
+        "CREATE TABLE pack_ddl (type TEXT NOT NULL, name TEXT NOT NULL, sql TEXT NOT NULL);"
+        " INSERT INTO pack_ddl SELECT type, name, sql FROM sqlite_schema"
+        " WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL;"
+        " INSERT INTO counters(name, value) SELECT 'pack_target',"
+        "  COALESCE((SELECT MAX(id) FROM events), 0);"
+        " INSERT INTO counters(name, value) SELECT 'pack_seq',"
+        "  COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0);"
+        " INSERT INTO counters(name, value) VALUES ('pack_done', 0);"
+    )
+    new_sql = table_sql.replace("CREATE TABLE events", "CREATE TABLE events_new", 1)
+    new_sql = new_sql.replace("data BLOB NOT NULL", "packed BLOB NOT NULL", 1)
+    assert "packed BLOB NOT NULL" in new_sql, "events.data is not the column 7 -> 8 expects"
+    conn.execute(new_sql)
+    conn.execute(
+        "ALTER TABLE events_new ADD COLUMN data BLOB GENERATED ALWAYS AS (unpack(packed)) VIRTUAL"
+    )
+    for kind, name, sql in list(conn.execute("SELECT type, name, sql FROM pack_ddl")):
+        conn.execute(f'DROP {kind.upper()} "{name}"')
+        if kind == "index":  # the same name, on the new table (renamed with it)
+            conn.execute(_ON_EVENTS.sub(" ON events_new(", sql, count=1))
+
+
+def _pack_step(conn: apsw.Connection, after: int, upto: int) -> None:
+    columns = [c for c in _columns(conn, "events") if c != "data"]
+    names = ", ".join(columns)
+    conn.execute(
+        f"INSERT INTO events_new({names}, packed) SELECT {names}, pack(data) FROM events"
+        " WHERE id > ? AND id <= ?; DELETE FROM events WHERE id > ? AND id <= ?",
+        (after, upto, after, upto),
+    )
+
+
+def _finish_packing(conn: apsw.Connection) -> None:
+    conn.execute(
+        "DROP TABLE events; ALTER TABLE events_new RENAME TO events;"
+        " UPDATE sqlite_sequence SET seq = MAX(seq,"
+        "  (SELECT value FROM counters WHERE name = 'pack_seq')) WHERE name = 'events';"
+        " INSERT INTO sqlite_sequence(name, seq) SELECT 'events', value FROM counters"
+        "  WHERE name = 'pack_seq' AND value > 0"
+        "  AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events');"
+    )
+    for (sql,) in list(conn.execute("SELECT sql FROM pack_ddl WHERE type = 'trigger'")):
+        # `data` is computed now: a change of the data is a change of `packed`.
+        conn.execute(sql.replace("UPDATE OF data,", "UPDATE OF packed,", 1))
+    conn.execute(
+        "DROP TABLE pack_ddl;"
+        " DELETE FROM counters WHERE name IN ('pack_done', 'pack_target', 'pack_seq');"
+    )
+
+
+PACK_EVENTS = ChunkedMigration(
+    name="pack", begin=_begin_packing, step=_pack_step, finish=_finish_packing
+)
+
+# Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
+# a chunk's writes (the copy, its index entries, the old rows' pages) stay well within
+# the WAL's bound.
+MIGRATE_CHUNK_IDS = 10_000
 
 # Each entry migrates the schema from version i to i+1. Never edit a released entry:
 # append a new one.
-MIGRATIONS: list[str] = [
+MIGRATIONS: list[str | ChunkedMigration] = [
     # 0 -> 1: the core tables
     """
     CREATE TABLE sources (
@@ -266,6 +418,8 @@ MIGRATIONS: list[str] = [
         INSERT INTO sink_revised(event_id) VALUES (NEW.id);
     END;
     """,
+    # 7 -> 8: see PACK_EVENTS.
+    PACK_EVENTS,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -315,20 +469,86 @@ def connect(db_path: Path, *, readonly: bool = False) -> apsw.Connection:
     conn = apsw.Connection(str(db_path), flags=flags)
     conn.setbusytimeout(BUSY_TIMEOUT_MS)
     if not readonly:
-        conn.execute("PRAGMA page_size=16384")  # takes effect on a new database only
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect on a new database only
         conn.execute("PRAGMA journal_mode=WAL")
         # The writer's page cache holds the hot parts of the indexes (the key-hash index
         # is random-access by nature); bounded, so it counts toward the memory budget.
         conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-        # Fewer, larger checkpoints during a backfill; the WAL is truncated after each.
-        conn.execute("PRAGMA wal_autocheckpoint=4000")
-        conn.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
+        # Checkpoints every WAL_CHECKPOINT_PAGES (until the Store's WalBound takes over);
+        # journal_size_limit truncates the WAL back to the bound when it restarts, and
+        # the daemon truncates it when idle (Store.truncate_wal).
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=OFF")
+    packing.register(conn)
     return conn
 
 
-def migrate(conn: apsw.Connection) -> int:
+Progress = Callable[[str, int, int], None]  # (migration name, ids done, ids in all)
+
+
+def pending_chunked(conn: apsw.Connection) -> ChunkedMigration | None:
+    """The first chunked migration this store still has to run, if any."""
+    (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
+    for m in MIGRATIONS[found:]:
+        if isinstance(m, ChunkedMigration):
+            return m
+    return None
+
+
+def chunked_pending(db_path: Path) -> ChunkedMigration | None:
+    """The chunked migration an existing store at ``db_path`` will run when opened."""
+    if not db_path.is_file():
+        return None
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+        return pending_chunked(conn)
+    finally:
+        conn.close()
+
+
+def run_migration(
+    conn: apsw.Connection, version: int, progress: Progress | None = None, chunk: int = 0
+) -> None:
+    """Migrate from ``version`` to ``version + 1``."""
+    m = MIGRATIONS[version]
+    if isinstance(m, str):
+        with conn:
+            conn.execute(m)
+            conn.execute(f"PRAGMA user_version={version + 1}")
+        return
+    chunk = chunk or int(os.environ.get("AGENTSRC_MIGRATE_CHUNK") or MIGRATE_CHUNK_IDS)
+    with conn:
+        m.begin(conn)
+    first = True
+    while True:
+        with conn:
+            values = dict(
+                conn.execute(
+                    "SELECT name, value FROM counters WHERE name IN (?, ?)",
+                    (f"{m.name}_done", f"{m.name}_target"),
+                )
+            )
+            done, target = values[f"{m.name}_done"], values[f"{m.name}_target"]
+            if first and progress is not None:
+                progress(m.name, done, target)  # where a resumed migration starts
+            first = False
+            if done >= target:
+                m.finish(conn)
+                conn.execute(f"PRAGMA user_version={version + 1}")
+                return
+            upto = min(done + chunk, target)
+            m.step(conn, done, upto)
+            conn.execute("UPDATE counters SET value=? WHERE name=?", (upto, f"{m.name}_done"))
+        if progress is not None:
+            progress(m.name, upto, target)
+        # Each chunk rewrites its rows: keep the WAL bounded while the migration runs.
+        restart_checkpoint(conn)
+
+
+def migrate(conn: apsw.Connection, progress: Progress | None = None) -> int:
     """Bring the schema to SCHEMA_VERSION. Returns the version found before."""
     (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
     if found > SCHEMA_VERSION:
@@ -336,7 +556,5 @@ def migrate(conn: apsw.Connection) -> int:
             f"database schema version {found} is newer than this agentsrc ({SCHEMA_VERSION})"
         )
     for version in range(found, SCHEMA_VERSION):
-        with conn:
-            conn.execute(MIGRATIONS[version])
-            conn.execute(f"PRAGMA user_version={version + 1}")
+        run_migration(conn, version, progress)
     return int(found)
