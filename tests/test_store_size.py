@@ -153,16 +153,20 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
             time.sleep(0.01)
         d.stop(signal.SIGKILL)
         kills += 1
-        # What the kill left: schema 7 still, every committed chunk whole (each event in
-        # exactly one of the two tables), the high-water mark at a chunk's end.
+        # What the kill left: schema 7 still, the rows up to the high-water mark (a
+        # chunk's end) packed, none after it: each chunk whole or not at all.
         conn = connect(db, readonly=True)
         assert conn.execute("PRAGMA user_version").fetchone() == (7,)
         counters = dict(conn.execute("SELECT name, value FROM counters"))
-        moved = conn.execute("SELECT COUNT(*), MAX(id) FROM events_new").fetchone()
-        left = conn.execute("SELECT COUNT(*), MIN(id) FROM events").fetchone()
-        assert moved[0] + left[0] == counters["events"]
-        assert moved[1] is None or moved[1] <= counters["pack_done"] < (left[1] or 1 << 62)
-        assert counters["pack_done"] % chunk == 0
+        done = counters["pack_done"]
+        assert done % chunk == 0 and 0 < done < counters["pack_target"]
+        assert conn.execute(
+            "SELECT COUNT(*) FROM events WHERE id <= ? AND pack(packed) IS NOT packed", (done,)
+        ).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT COUNT(*) FROM events WHERE id > ? AND substr(packed, 1, 1) = x'01'", (done,)
+        ).fetchone() == (0,)
+        assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (counters["events"],)
         conn.close()
     d.start(wait=False)
     wait_for(lambda: (st := _status(d)) is not None and st["state"] == "live", timeout=300)
@@ -178,8 +182,12 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
     conn = connect(db, readonly=True)
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert conn.execute(
-        "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('events_new', 'pack_ddl')"
+        "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'pack_triggers'"
     ).fetchone() == (0,)
+    trigger = conn.execute(
+        "SELECT sql FROM sqlite_schema WHERE name = 'sink_event_revised'"
+    ).fetchone()[0]
+    assert "AFTER UPDATE OF packed, session_id, turn_id, subagent_id, ts ON events" in trigger
     packed = conn.execute(
         "SELECT SUM(substr(packed, 1, 1) = x'01'), COUNT(*) FROM events"
     ).fetchone()

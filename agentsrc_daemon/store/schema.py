@@ -79,80 +79,58 @@ class ChunkedMigration:
     finish: Callable[[apsw.Connection], None]
 
 
-# 7 -> 8: the events' data packed (store/packing.py). The events are copied in id
-# chunks into `events_new`, whose physical column is `packed` and whose `data` is a
-# VIRTUAL column that unpacks it (so every query reads the same JSON as before), and
-# deleted from the old table in the same transaction (its pages are reused by the copy:
-# the file does not grow by a second copy). At the end the new table takes the old
-# one's name, sequence, indexes and triggers. Indexes, columns and triggers are carried
-# over as the old table has them (whatever migrations came before this one). Queries
-# wait while it runs (the daemon answers status only): the events are in two tables.
+# 7 -> 8: the events' data packed (store/packing.py). The column `data` becomes
+# `packed` (a rename: no row is touched) and `data` a VIRTUAL column that unpacks it,
+# so every query reads the same JSON as before; then the rows are packed in place, in id
+# chunks. The format is self-describing, so a row reads the same before and after its
+# chunk: the store is consistent at every commit (queries still wait for the migration:
+# later migrations have not run yet). The rows are rewritten in place rather than
+# copied into a new table: a copy rebuilds the key-hash index, whose inserts land on
+# random pages (about one 16 KiB page per event at 10 million events: far past the
+# WAL's bound per chunk). The space the packing frees stays inside the table's pages
+# until a VACUUM (docs/performance.md, "Store size and migration"); new events are
+# stored packed.
 
 
-_ON_EVENTS = re.compile(r'\s+ON\s+"?events"?\s*\(', re.IGNORECASE)
-
-
-def _columns(conn: apsw.Connection, table: str) -> list[str]:
-    # table_xinfo's hidden: 2 and 3 are generated columns (virtual, stored).
-    return [row[1] for row in conn.execute(f"PRAGMA table_xinfo({table})") if row[6] == 0]
+def _columns(conn: apsw.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in conn.execute(f"PRAGMA table_xinfo({table})")}
 
 
 def _begin_packing(conn: apsw.Connection) -> None:
-    if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'events_new'").fetchone():
+    if "packed" in _columns(conn, "events"):
         return  # resumed: begun by an earlier run
-    row = conn.execute(
-        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'"
-    ).fetchone()
-    assert row is not None
-    table_sql = str(row[0])
+    # Triggers on events (the sink's) would queue every packed row as changed: they are
+    # put back with the version bump, saved here as they are.
     conn.execute(
-        "CREATE TABLE pack_ddl (type TEXT NOT NULL, name TEXT NOT NULL, sql TEXT NOT NULL);"
-        " INSERT INTO pack_ddl SELECT type, name, sql FROM sqlite_schema"
-        " WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL;"
+        "CREATE TABLE pack_triggers (name TEXT NOT NULL, sql TEXT NOT NULL);"
+        " INSERT INTO pack_triggers SELECT name, sql FROM sqlite_schema"
+        " WHERE tbl_name = 'events' AND type = 'trigger' AND sql IS NOT NULL;"
         " INSERT INTO counters(name, value) SELECT 'pack_target',"
         "  COALESCE((SELECT MAX(id) FROM events), 0);"
-        " INSERT INTO counters(name, value) SELECT 'pack_seq',"
-        "  COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0);"
         " INSERT INTO counters(name, value) VALUES ('pack_done', 0);"
     )
-    new_sql = table_sql.replace("CREATE TABLE events", "CREATE TABLE events_new", 1)
-    new_sql = new_sql.replace("data BLOB NOT NULL", "packed BLOB NOT NULL", 1)
-    assert "packed BLOB NOT NULL" in new_sql, "events.data is not the column 7 -> 8 expects"
-    conn.execute(new_sql)
+    for (name,) in list(conn.execute("SELECT name FROM pack_triggers")):
+        conn.execute(f'DROP TRIGGER "{name}"')
     conn.execute(
-        "ALTER TABLE events_new ADD COLUMN data BLOB GENERATED ALWAYS AS (unpack(packed)) VIRTUAL"
+        "ALTER TABLE events RENAME COLUMN data TO packed;"
+        " ALTER TABLE events ADD COLUMN data BLOB GENERATED ALWAYS AS (unpack(packed)) VIRTUAL;"
     )
-    for kind, name, sql in list(conn.execute("SELECT type, name, sql FROM pack_ddl")):
-        conn.execute(f'DROP {kind.upper()} "{name}"')
-        if kind == "index":  # the same name, on the new table (renamed with it)
-            conn.execute(_ON_EVENTS.sub(" ON events_new(", sql, count=1))
 
 
 def _pack_step(conn: apsw.Connection, after: int, upto: int) -> None:
-    columns = [c for c in _columns(conn, "events") if c != "data"]
-    names = ", ".join(columns)
+    # pack() leaves a packed value as it is (a chunk done twice is harmless).
     conn.execute(
-        f"INSERT INTO events_new({names}, packed) SELECT {names}, pack(data) FROM events"
-        " WHERE id > ? AND id <= ?; DELETE FROM events WHERE id > ? AND id <= ?",
-        (after, upto, after, upto),
+        "UPDATE events SET packed = pack(packed) WHERE id > ? AND id <= ?", (after, upto)
     )
 
 
 def _finish_packing(conn: apsw.Connection) -> None:
-    conn.execute(
-        "DROP TABLE events; ALTER TABLE events_new RENAME TO events;"
-        " UPDATE sqlite_sequence SET seq = MAX(seq,"
-        "  (SELECT value FROM counters WHERE name = 'pack_seq')) WHERE name = 'events';"
-        " INSERT INTO sqlite_sequence(name, seq) SELECT 'events', value FROM counters"
-        "  WHERE name = 'pack_seq' AND value > 0"
-        "  AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events');"
-    )
-    for (sql,) in list(conn.execute("SELECT sql FROM pack_ddl WHERE type = 'trigger'")):
+    for (sql,) in list(conn.execute("SELECT sql FROM pack_triggers")):
         # `data` is computed now: a change of the data is a change of `packed`.
-        conn.execute(sql.replace("UPDATE OF data,", "UPDATE OF packed,", 1))
+        conn.execute(re.sub(r"\bUPDATE OF data\b", "UPDATE OF packed", sql, count=1))
     conn.execute(
-        "DROP TABLE pack_ddl;"
-        " DELETE FROM counters WHERE name IN ('pack_done', 'pack_target', 'pack_seq');"
+        "DROP TABLE pack_triggers;"
+        " DELETE FROM counters WHERE name IN ('pack_done', 'pack_target');"
     )
 
 
@@ -161,8 +139,7 @@ PACK_EVENTS = ChunkedMigration(
 )
 
 # Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
-# a chunk's writes (the copy, its index entries, the old rows' pages) stay well within
-# the WAL's bound.
+# a chunk rewrites about 5 MiB of table pages, well within the WAL's bound.
 MIGRATE_CHUNK_IDS = 10_000
 
 # Each entry migrates the schema from version i to i+1. Never edit a released entry:
