@@ -1,7 +1,8 @@
 """Where the store's bytes go, per table and index (SQLite's dbstat), on a store built
 by the real daemon from copies of the corpus: the baseline code (a git ref, main by
 default) and this tree's, same data, same run. Then the baseline's store migrated by
-this tree's daemon (the schema migration's time, and the bytes after it).
+this tree's daemon (the schema migration's time, and the bytes after it), and that
+store compacted (tools/compact_store.py: a VACUUM).
 
     .venv/bin/python bench/run.py size [--copies 5] [--baseline main]
     .venv/bin/python bench/size.py --db PATH     # dbstat of one store
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import apsw
 from run import REPO, Daemon, make_home  # bench/ is this script's own directory: on the path
+
+from agentsrc_daemon.store.schema import compact
 
 
 def dbstat(db: Path) -> tuple[int, dict[str, int], int]:
@@ -178,9 +181,14 @@ def bench_size(args: argparse.Namespace) -> None:
         t_base, wal_base = run_build(CodeDaemon(home, code), tmp / "base")
         t_new, wal_new = run_build(Daemon(home), tmp / "new")
         t_mig, fractions, wal_mig = migrate_copy(tmp / "base", tmp / "migrated", home)
+        shutil.copytree(tmp / "migrated", tmp / "compacted")
+        t0 = time.perf_counter()
+        compact(tmp / "compacted" / "agentsrc.db")
+        t_compact = time.perf_counter() - t0
         stats = [("baseline", *dbstat(tmp / "base" / "agentsrc.db")),
                  ("subject", *dbstat(tmp / "new" / "agentsrc.db")),
-                 ("migrated", *dbstat(tmp / "migrated" / "agentsrc.db"))]
+                 ("migrated", *dbstat(tmp / "migrated" / "agentsrc.db")),
+                 ("compacted", *dbstat(tmp / "compacted" / "agentsrc.db"))]
         print(f"events: {', '.join(f'{label} {ev}' for label, ev, _, _ in stats)}")
         report(stats)
         print(f"backfill to live: baseline {t_base:.1f}s, subject {t_new:.1f}s; "
@@ -188,7 +196,8 @@ def bench_size(args: argparse.Namespace) -> None:
         shown = sorted(set(fractions))
         print(f"migration of the baseline's store (start to live): {t_mig:.1f}s, "
               f"{len(fractions)} status answers while migrating "
-              f"(fractions {shown[:1]}..{shown[-1:]}), WAL peak {wal_mig / 2**20:.1f} MiB")
+              f"(fractions {shown[:1]}..{shown[-1:]}), WAL peak {wal_mig / 2**20:.1f} MiB; "
+              f"compacted (tools/compact_store.py, daemon stopped) in {t_compact:.1f}s")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -26,7 +28,7 @@ from agentsrc_daemon.store.schema import (
 )
 
 from corpus import corpus_home
-from harness import SID, DaemonFactory, claude_line, copy_tree, wait_for
+from harness import REPO, SID, DaemonFactory, claude_line, copy_tree, wait_for
 
 SCHEMA_7_TABLES_SKIPPED = {"sqlite_sequence", "search_index"}  # copied on their own
 
@@ -193,6 +195,17 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
     ).fetchone()
     assert packed[0] > packed[1] // 2  # most rows packed, the rest too short to gain
     conn.close()
+    # Compacted (the daemon stopped): the file shrinks, the answers stay.
+    d.stop()
+    before = db.stat().st_size
+    out = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "compact_store.py"), str(d.data_dir)],
+        capture_output=True, text=True, check=True, env={**os.environ, **d.env},
+    )
+    assert db.stat().st_size < before * 0.85, out.stdout
+    d.start()
+    d.wait_live()
+    assert differences(expected, socket_answers(lambda m, p: d.call(m, p))) == []
 
 
 def test_queries_wait_for_the_migration_and_status_answers(

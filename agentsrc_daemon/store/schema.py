@@ -535,3 +535,20 @@ def migrate(conn: apsw.Connection, progress: Progress | None = None) -> int:
     for version in range(found, SCHEMA_VERSION):
         run_migration(conn, version, progress)
     return int(found)
+
+
+def compact(db_path: Path) -> tuple[int, int]:
+    """VACUUM the store (the daemon stopped: the caller holds its lock): what packing
+    freed inside the pages of a migrated store goes back to the file system. Run with a
+    rollback journal, not the WAL: a VACUUM rewrites the whole database, which in WAL
+    mode would all go through the WAL. Needs this module's functions (``unpack``): the
+    sqlite3 shell cannot VACUUM the store. Returns the file's size before and after."""
+    before = db_path.stat().st_size
+    conn = connect(db_path)
+    try:
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+    return before, db_path.stat().st_size
