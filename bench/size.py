@@ -6,6 +6,7 @@ store compacted (tools/compact_store.py: a VACUUM).
 
     .venv/bin/python bench/run.py size [--copies 5] [--baseline main]
     .venv/bin/python bench/size.py --db PATH     # dbstat of one store
+    .venv/bin/python bench/size.py --migrate-store DATA_DIR --home HOME [--kill-at 0.3]
 
 Sizes are deterministic (the same data gives the same rows): no repeats needed. The WAL
 is sampled every 20 ms during each backfill (its bound is 64 MiB).
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -202,16 +205,89 @@ def bench_size(args: argparse.Namespace) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def bench_migrate_store(store: Path, home: Path, kill_at: float, compact_too: bool) -> None:
+    """This tree's daemon migrating a COPY of ``store`` (a data dir of schema 7, e.g.
+    bench/bigstore.py's): killed with SIGKILL once status shows ``kill_at`` done, then
+    restarted and timed to live; dbstat before and after."""
+    d = Daemon(home)
+    data = d.dir / "data"
+    data.mkdir(parents=True, mode=0o700)
+    t0 = time.perf_counter()
+    for name in ("agentsrc.db", "agentsrc.db-wal"):
+        if (store / name).exists():
+            shutil.copyfile(store / name, data / name)
+    os.chmod(data / "agentsrc.db", 0o600)
+    print(f"copied {(data / 'agentsrc.db').stat().st_size / 2**30:.2f} GiB in "
+          f"{time.perf_counter() - t0:.0f}s")
+    try:
+        ev, before, file_before = dbstat(data / "agentsrc.db")
+        print(f"before: {ev} events, {sum(before.values()) / ev:.1f} B/event in tables and"
+              f" indexes, the file {file_before / ev:.1f} B/event")
+        wal = WalSampler(data / "agentsrc.db-wal")
+        runs: list[tuple[float, float, float, int]] = []  # (seconds, first, last, answers)
+        for attempt in ("killed", "resumed"):
+            t0 = time.perf_counter()
+            d.start()
+            first = last = -1.0
+            answers = 0
+            while True:
+                try:
+                    st = d.call("status")
+                except Exception:  # noqa: BLE001 - not answering yet
+                    time.sleep(0.2)
+                    continue
+                if st["state"] == "migrating":
+                    answers += 1
+                    last = st["migration"]["fraction"]
+                    first = last if first < 0 else first
+                    if attempt == "killed" and last >= kill_at:
+                        assert d.proc is not None
+                        d.proc.send_signal(signal.SIGKILL)
+                        d.proc.wait()
+                        d.proc = None
+                        break
+                elif st["state"] == "live":
+                    break
+                time.sleep(0.5)
+            runs.append((time.perf_counter() - t0, first, last, answers))
+            print(f"{attempt}: {runs[-1][0]:.0f}s, status said migrating {answers} times,"
+                  f" fraction {first:.4f} -> {last:.4f}")
+        assert d.proc is not None
+        d.proc.terminate()
+        d.proc.wait(120)
+        d.proc = None
+        print(f"migration in all: {sum(r[0] for r in runs):.0f}s (killed at {kill_at:.0%},"
+              f" resumed from {runs[1][1]:.4f}); WAL peak {wal.stop() / 2**20:.1f} MiB")
+        ev, after, file_after = dbstat(data / "agentsrc.db")
+        report([("before", ev, before, file_before), ("after", ev, after, file_after)])
+        if compact_too:
+            t0 = time.perf_counter()
+            compact(data / "agentsrc.db")
+            ev, compacted, file_c = dbstat(data / "agentsrc.db")
+            print(f"compacted in {time.perf_counter() - t0:.0f}s")
+            report([("before", ev, before, file_before), ("compacted", ev, compacted, file_c)])
+    finally:
+        d.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, help="print the dbstat of one store and exit")
+    ap.add_argument("--migrate-store", type=Path,
+                    help="a data dir of schema 7: migrate a copy of it (see bench_migrate_store)")
+    ap.add_argument("--home", type=Path, help="the home of --migrate-store's store")
+    ap.add_argument("--kill-at", type=float, default=0.3)
+    ap.add_argument("--compact", action="store_true", help="then compact the copy, timed")
     ap.add_argument("--copies", type=int, default=5)
     ap.add_argument("--baseline", default="main")
     ap.add_argument("--workdir", default="/tmp/agentsrc-bench-size")
     args = ap.parse_args()
     if args.db:
         report([(args.db.name, *dbstat(args.db))])
+        return
+    if args.migrate_store:
+        bench_migrate_store(args.migrate_store, args.home, args.kill_at, args.compact)
         return
     bench_size(args)
 
