@@ -204,8 +204,9 @@ class Daemon:
             self.migration = {"name": pending.name, "done": 0, "total": 0}
             server = self._server()
             server.start()
+        # self.migration stays (all done) until the store is ready: the reconcile below
+        # comes first, and status must not look like a migration at 0%.
         store = Store(self.cfg.db_path, progress=self._on_migration)
-        self.migration = None
         ingestor = self._build_ingestor()
         ingestor.cursors = store.load_cursors()
         self.components = Components(
@@ -224,6 +225,7 @@ class Daemon:
         self.reconcile()
         self._refresh_backlog(force=True)
         self._store_ready.set()
+        self.migration = None
         if server is None:
             self.components.server.start()
         self.progress.started = time.monotonic()
@@ -527,7 +529,7 @@ class Daemon:
 
     def status(self, reader: Reader) -> dict[str, Any]:
         migration = self.migration
-        if migration is not None or not self._store_ready.is_set():
+        if not self._store_ready.is_set():  # only while a chunked migration runs
             m = migration or {"name": None, "done": 0, "total": 0}
             return {
                 "state": "migrating",
