@@ -147,6 +147,23 @@ def migrate_copy(baseline_store: Path, out: Path, home: Path) -> tuple[float, li
     return elapsed, fractions, peak
 
 
+def answers_of(d: Daemon, store: Path) -> dict[str, bytes]:
+    """Every socket method's answer (tests/answers.py) of ``d`` serving a copy of
+    ``store``."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from answers import socket_answers
+
+    data = d.dir / "data"
+    data.mkdir(parents=True, mode=0o700)
+    shutil.copyfile(store / "agentsrc.db", data / "agentsrc.db")
+    try:
+        d.start()
+        d.wait_live(poll=0.05)
+        return socket_answers(lambda m, p: d.call(m, p))
+    finally:
+        d.stop()
+
+
 def report(label_sizes: list[tuple[str, int, dict[str, int], int]]) -> None:
     names = sorted({n for _, _, s, _ in label_sizes for n in s},
                    key=lambda n: -max(s.get(n, 0) for _, _, s, _ in label_sizes))
@@ -184,6 +201,17 @@ def bench_size(args: argparse.Namespace) -> None:
         t_base, wal_base = run_build(CodeDaemon(home, code), tmp / "base")
         t_new, wal_new = run_build(Daemon(home), tmp / "new")
         t_mig, fractions, wal_mig = migrate_copy(tmp / "base", tmp / "migrated", home)
+        # The same answers, byte for byte, from main's daemon and this tree's.
+        before = answers_of(CodeDaemon(home, code), tmp / "base")
+        after = answers_of(Daemon(home), tmp / "new")
+        after_migrated = answers_of(Daemon(home), tmp / "migrated")
+        differ = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+        differ_m = sorted(n for n in before.keys() | after_migrated.keys()
+                          if before.get(n) != after_migrated.get(n))
+        print(f"socket answers compared: {len(before)} ({sum(map(len, before.values()))} bytes);"
+              f" differing from the baseline's: the baseline's store migrated and served by"
+              f" this tree {len(differ_m)} {differ_m[:5]}; this tree's own build"
+              f" {len(differ)} {differ[:5]}")
         shutil.copytree(tmp / "migrated", tmp / "compacted")
         t0 = time.perf_counter()
         compact(tmp / "compacted" / "agentsrc.db")

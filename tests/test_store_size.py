@@ -30,7 +30,8 @@ from agentsrc_daemon.store.schema import (
 from corpus import corpus_home
 from harness import REPO, SID, DaemonFactory, claude_line, copy_tree, wait_for
 
-SCHEMA_7_TABLES_SKIPPED = {"sqlite_sequence", "search_index"}  # copied on their own
+# sqlite_sequence is copied on its own; the FTS5 table through its shadow tables.
+SCHEMA_7_TABLES_SKIPPED = {"sqlite_sequence", "search_index"}
 
 
 def test_pack_is_smaller_and_gives_back_the_same_bytes() -> None:
