@@ -27,14 +27,14 @@ import structlog
 
 from . import __version__
 from .config import Config, load_config
-from .errors import AlreadyRunning, NotPrivate
+from .errors import AlreadyRunning, NotPrivate, RpcError
 from .ingest import sources
 from .ingest.round import FileRound, Ingestor
 from .ingest.watch import DirtySet, Watcher
 from .ingest.workers import BackfillScheduler, WorkerRound
 from .rpc import methods as rpc
-from .rpc.transport import Hub, Server
-from .store import Batch, Reader, Store
+from .rpc.transport import Handler, Hub, Server
+from .store import Batch, Reader, Store, schema
 from .store import sink as sink_store
 from .store.writer import SEARCH_CHUNK_IDS
 from .system.notify import Notifier
@@ -59,6 +59,11 @@ RETRY_MAX_S = 30.0
 # What a commit can fail with and succeed on a later try: the disk (or the user's quota)
 # full, or an I/O error (SQLite reports a -shm it cannot grow as one).
 STORE_WRITE_ERRORS = (apsw.FullError, apsw.IOError)
+# While a schema migration runs, a query waits this long for it, then is told to retry.
+MIGRATION_WAIT_S = 10.0
+MIGRATING = -32001  # the error code of a query that came during a migration
+# When idle, a WAL truncate that a reader blocked is tried again this soon.
+WAL_RETRY_S = 1.0
 
 
 @dataclass
@@ -202,6 +207,10 @@ class Daemon:
         self.store_errors = StoreErrors()
         self.reconcile_stats = ReconcileStats()
         self._backlog_stale = True  # the queue or the cursors moved since _refresh_backlog
+        # A chunked schema migration in progress: {name, done, total} (status shows it).
+        self.migration: dict[str, Any] | None = None
+        self._store_ready = threading.Event()  # queries other than status wait for it
+        self._wal_dirty = False  # committed since the WAL was last truncated
 
     # ---- start-up ----------------------------------------------------------------
 
@@ -232,22 +241,55 @@ class Daemon:
             project_root_for=project_root_for,
         )
 
+    def _gated(self, handler: Handler) -> Handler:
+        """A query that comes while the schema migrates waits for it (a while), then is
+        told to retry: the store it would read is not the one its SQL is written for."""
+
+        def gated(reader: Reader, params: dict[str, Any]) -> Any:
+            if not self._store_ready.wait(MIGRATION_WAIT_S):
+                m = self.migration or {}
+                raise RpcError(
+                    MIGRATING,
+                    f"the store is being migrated ({m.get('name')}: "
+                    f"{m.get('done', 0)}/{m.get('total', 0)} events); try again",
+                )
+            return handler(reader, params)
+
+        return gated
+
+    def _server(self) -> Server:
+        methods = {
+            name: h if name == "status" else self._gated(h)
+            for name, h in rpc.build_methods(self.status).items()
+        }
+        return Server(
+            self.cfg.socket_path, self.cfg.db_path, methods, self.hub, rpc.subscribe_backlog
+        )
+
+    def _on_migration(self, name: str, done: int, total: int) -> None:
+        self.migration = {"name": name, "done": done, "total": total}
+        log.info("migrating", migration=name, done=done, total=total)
+
     def start(self) -> None:
         lock_fd = self.acquire_lock()
-        store = Store(self.cfg.db_path)
+        server = None
+        pending = schema.chunked_pending(self.cfg.db_path)
+        if pending is not None:
+            # A migration that rewrites every event: the socket answers status (with
+            # its progress) from the start; other queries wait for the store.
+            self.migration = {"name": pending.name, "done": 0, "total": 0}
+            server = self._server()
+            server.start()
+        # self.migration stays (all done) until the store is ready: the reconcile below
+        # comes first, and status must not look like a migration at 0%.
+        store = Store(self.cfg.db_path, progress=self._on_migration)
         ingestor = self._build_ingestor()
         ingestor.cursors = store.load_cursors()
         self.components = Components(
             lock_fd=lock_fd,
             store=store,
             ingestor=ingestor,
-            server=Server(
-                self.cfg.socket_path,
-                self.cfg.db_path,
-                rpc.build_methods(self.status),
-                self.hub,
-                rpc.subscribe_backlog,
-            ),
+            server=server or self._server(),
             watcher=Watcher(self.cfg.watch_points(), self.dirty),
         )
         self.components.sink = self._start_sink(store)
@@ -258,7 +300,10 @@ class Daemon:
         # that window was long enough to be seen).
         self.reconcile()
         self._refresh_backlog(force=True)
-        self.components.server.start()
+        self._store_ready.set()
+        self.migration = None
+        if server is None:
+            self.components.server.start()
         self.progress.started = time.monotonic()
         log.info(
             "started",
@@ -473,10 +518,19 @@ class Daemon:
                     delay = self.store_errors.failed(exc)
                     log.warning("search_index_step_failed", error=type(exc).__name__,
                                 retry_in_s=delay, failures=self.store_errors.count)
+                else:
+                    self._wal_dirty = True
                 continue
             wake_at = min([next_reconcile, next_root_check, *(t for t, _ in self.retry.values())])
             if self.store_errors.waiting():
                 wake_at = min(wake_at, self.store_errors.retry_at)
+            if self._wal_dirty:
+                # Idle: the WAL goes back to nothing (a reader mid-transaction holds it:
+                # then again shortly).
+                with contextlib.suppress(*STORE_WRITE_ERRORS):  # a full disk: again soon
+                    self._wal_dirty = not self.components.store.truncate_wal()
+                if self._wal_dirty:
+                    wake_at = min(wake_at, time.monotonic() + WAL_RETRY_S)
             timeout = wake_at - time.monotonic()
             if self.notifier.watchdog_every:
                 timeout = min(timeout, self.notifier.watchdog_every)
@@ -570,6 +624,7 @@ class Daemon:
             self._commit_failed(batch, exc)
             return False
         self.store_errors.succeeded()
+        self._wal_dirty = True
         sink = self.components.sink
         if sink is not None:
             sink.notify()
@@ -627,6 +682,21 @@ class Daemon:
         return "live" if self._initial_done and not self.pending else "catching_up"
 
     def status(self, reader: Reader) -> dict[str, Any]:
+        migration = self.migration
+        if not self._store_ready.is_set():  # only while a chunked migration runs
+            m = migration or {"name": None, "done": 0, "total": 0}
+            return {
+                "state": "migrating",
+                "version": __version__,
+                "pid": os.getpid(),
+                "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
+                "migration": {
+                    **m,
+                    "fraction": round(m["done"] / m["total"], 4) if m["total"] else 0.0,
+                },
+                "data_dir": str(self.cfg.data_dir),
+                "socket": str(self.cfg.socket_path),
+            }
         watch_modes = self.components.watcher.modes
         counts = reader.counts()
         pending_bytes, pending_files = self._backlog

@@ -8,6 +8,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py cli [--runs 30]
     .venv/bin/python bench/run.py startup --store DIR [--repeats 3]   (DIR: data/ and home/)
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
+    .venv/bin/python bench/run.py size [--copies 5] [--baseline main]
     .venv/bin/python bench/run.py all
 
 Machines here are noisy: each figure is a median of repeats, and ratios compare
@@ -651,9 +652,17 @@ def main() -> None:
     sk.add_argument("--files", type=int, default=10)
     sk.add_argument("--appends", type=int, default=30)
     sk.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    sz = sub.add_parser("size", help="bytes per event per table and index (bench/size.py)")
+    sz.add_argument("--copies", type=int, default=5)
+    sz.add_argument("--baseline", default="main")
+    sz.add_argument("--workdir", default="/tmp/agentsrc-bench-size")
     sub.add_parser("all")
     args = ap.parse_args()
-    if args.cmd == "all":
+    if args.cmd == "size":
+        from size import bench_size  # it imports this module
+
+        bench_size(args)
+    elif args.cmd == "all":
         bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench"))
         bench_latency(argparse.Namespace(files=20, appends=50))
         bench_idle(argparse.Namespace(files=500, seconds=60))

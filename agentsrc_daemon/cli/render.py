@@ -42,6 +42,12 @@ def fmt_bytes(n: float) -> str:
 
 
 def progress_line(st: dict[str, Any]) -> str:
+    if st["state"] == "migrating":  # a schema migration that rewrites every event
+        m = st.get("migration", {})
+        return (
+            f"migrating the store ({m.get('name')}): {m.get('fraction', 0) * 100:5.1f}%  "
+            f"{m.get('done', 0)}/{m.get('total', 0)} events"
+        )
     p = st.get("progress", {})
     total = max(1, p.get("bytes_total", 0))
     done = min(p.get("bytes_done", 0), total)
@@ -71,6 +77,8 @@ def wait_live(call: Callable[[str], Any]) -> None:
 def status_lines(st: dict[str, Any]) -> list[str]:
     """``agentsrc status`` for a person."""
     lines = [f"state:     {st['state']}"]
+    if st["state"] == "migrating":  # only the migration's progress is known yet
+        return [*lines, f"progress:  {progress_line(st)}"]
     if st["state"] == "catching_up":
         lines.append(f"progress:  {progress_line(st)}")
     lines.append(f"files:     {st['files']} ({st.get('files_gone', 0)} gone)")

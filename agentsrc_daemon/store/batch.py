@@ -12,6 +12,7 @@ import orjson
 
 from ..events import Drift, Event, SessionFacts, SpawnPoint, TurnFacts, key_digest
 from ..ingest.cursor import Cursor
+from .packing import pack
 from .schema import SESSION_FACT_FIELDS
 
 key_hash = key_digest
@@ -36,8 +37,9 @@ class DocumentFacts:
 class Row(NamedTuple):
     """A prepared event: plain values, cheap to pickle (backfill workers send them to the
     daemon, see ``Batch.__getstate__``) and to bind. The fields are the ``events``
-    columns in the order the INSERT binds them, with the source's path last: the
-    writer swaps it for the source's id (``bind``)."""
+    columns in the order the INSERT binds them, then the stored form of ``data`` and the
+    source's path: the writer binds the first in place of ``data`` and swaps the path
+    for the source's id (``bind``)."""
 
     key_hash: bytes
     session_id: str
@@ -55,11 +57,13 @@ class Row(NamedTuple):
     claim: int  # see Event.claim
     claim_since: str | None
     holder: str | None  # the session whose file holds it, when not session_id
+    packed: bytes  # data as stored (store/packing.py)
     source_path: str  # the transcript the event came from
 
     def bind(self, source_id: int) -> tuple[Any, ...]:
-        """The INSERT's values: the row with its source path replaced by the source id."""
-        return self[:-1] + (source_id,)
+        """The INSERT's values: the packed data in place of the JSON, the source's id in
+        place of its path."""
+        return self[:11] + (self.packed,) + self[12:16] + (source_id,)
 
 
 # Rows cross the process boundary as plain tuples: pickle handles a NamedTuple with a
@@ -109,7 +113,7 @@ class Batch:
 
 
 def prepare(batch: Batch) -> None:
-    """The pure-Python half of a commit (hashing keys, encoding JSON) into plain rows,
+    """The pure-Python half of a commit (hashing keys, encoding and packing JSON) into plain rows,
     done before the transaction opens (by a backfill worker, when one has the file).
     The events themselves, with their transient fields (full inputs, contents), are
     dropped: nothing of those is stored."""
@@ -117,11 +121,12 @@ def prepare(batch: Batch) -> None:
     for ev in batch.events:
         data = ev.data
         path = data.get("path")
+        raw = orjson.dumps(data)
         rows.append(
             Row(key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
                 ev.subagent_id, ev.adapter, ev.offset, path if isinstance(path, str) else None,
-                orjson.dumps(data), ev.revision, ev.claim, ev.claim_since,
-                ev.holder if ev.holder != ev.session_id else None, ev.source_path)
+                raw, ev.revision, ev.claim, ev.claim_since,
+                ev.holder if ev.holder != ev.session_id else None, pack(raw), ev.source_path)
         )
     batch.events = []
 

@@ -3,19 +3,148 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
 
 from ..errors import SchemaTooNew
+from . import packing
 
 BUSY_TIMEOUT_MS = 5000
 WRITER_CACHE_KIB = 8 * 1024
+PAGE_SIZE = 16384
+# The WAL never grows past WAL_LIMIT_BYTES: a checkpoint runs once it holds a quarter
+# of that, which leaves room for the largest commits (a backfill batch, a migration
+# chunk) and for a checkpoint or two that readers made wait (measured: at half, a
+# backfill with a reader always busy peaked at 59 MiB).
+WAL_LIMIT_BYTES = 64 * 1024 * 1024
+WAL_CHECKPOINT_PAGES = WAL_LIMIT_BYTES // 4 // PAGE_SIZE
+# How long a checkpoint waits for readers still on an older snapshot (then the next
+# commit tries again): readers are short transactions, and the writer must not stall.
+WAL_RESTART_BUSY_MS = 200
+
+
+class WalBound:
+    """Keeps the WAL under WAL_LIMIT_BYTES whatever the readers do. SQLite's own
+    auto-checkpoint is PASSIVE: with readers one after another (the socket's threads,
+    the sink) some reader always holds a frame of the WAL, the log never starts over,
+    and it grew to 145 MiB in a backfill (tests/test_store_size.py). So the writer
+    counts the WAL's pages (a WAL hook, which replaces the auto-checkpoint) and past
+    a quarter of the bound runs a RESTART checkpoint, which waits (briefly) for the readers to
+    reach the latest snapshot and makes the next commit write the log from its start;
+    journal_size_limit then cuts the file back to the bound."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.pages = 0
+        conn.set_wal_hook(self._committed)
+
+    def _committed(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        self.pages = pages
+        return apsw.SQLITE_OK
+
+    def check(self, conn: apsw.Connection) -> None:
+        """After a commit: checkpoint if the WAL holds a quarter of its bound."""
+        if self.pages >= WAL_CHECKPOINT_PAGES and restart_checkpoint(conn):
+            self.pages = 0
+
+
+def restart_checkpoint(conn: apsw.Connection) -> bool:
+    """A RESTART checkpoint: whether it completed (a reader on an older snapshot that
+    outlasts WAL_RESTART_BUSY_MS makes it give up)."""
+    conn.setbusytimeout(WAL_RESTART_BUSY_MS)
+    try:
+        conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
+    except apsw.BusyError:
+        return False
+    finally:
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    return True
+
+
+@dataclass(frozen=True)
+class ChunkedMigration:
+    """A migration too long for one transaction (it rewrites every event): ``begin`` (one
+    transaction, idempotent: a resumed migration runs it again), then ``step`` over id
+    ranges, each chunk its own transaction with the high-water mark in ``counters``
+    (``<name>_done`` of ``<name>_target``), so a kill -9 resumes after the last committed
+    chunk; ``finish`` runs in the transaction that bumps the version."""
+
+    name: str
+    begin: Callable[[apsw.Connection], None]
+    step: Callable[[apsw.Connection, int, int], None]  # (conn, after_id, upto_id)
+    finish: Callable[[apsw.Connection], None]
+
+
+# 7 -> 8: the events' data packed (store/packing.py). The column `data` becomes
+# `packed` (a rename: no row is touched) and `data` a VIRTUAL column that unpacks it,
+# so every query reads the same JSON as before; then the rows are packed in place, in id
+# chunks. The format is self-describing, so a row reads the same before and after its
+# chunk: the store is consistent at every commit (queries still wait for the migration:
+# later migrations have not run yet). The rows are rewritten in place rather than
+# copied into a new table: a copy rebuilds the key-hash index, whose inserts land on
+# random pages (about one 16 KiB page per event at 10 million events: far past the
+# WAL's bound per chunk). The space the packing frees stays inside the table's pages
+# until a VACUUM (docs/performance.md, "Store size and migration"); new events are
+# stored packed.
+
+
+def _columns(conn: apsw.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in conn.execute(f"PRAGMA table_xinfo({table})")}
+
+
+def _begin_packing(conn: apsw.Connection) -> None:
+    if "packed" in _columns(conn, "events"):
+        return  # resumed: begun by an earlier run
+    # Triggers on events (the sink's) would queue every packed row as changed: they are
+    # put back with the version bump, saved here as they are.
+    conn.execute(
+        "CREATE TABLE pack_triggers (name TEXT NOT NULL, sql TEXT NOT NULL);"
+        " INSERT INTO pack_triggers SELECT name, sql FROM sqlite_schema"
+        " WHERE tbl_name = 'events' AND type = 'trigger' AND sql IS NOT NULL;"
+        " INSERT INTO counters(name, value) SELECT 'pack_target',"
+        "  COALESCE((SELECT MAX(id) FROM events), 0);"
+        " INSERT INTO counters(name, value) VALUES ('pack_done', 0);"
+    )
+    for (name,) in list(conn.execute("SELECT name FROM pack_triggers")):
+        conn.execute(f'DROP TRIGGER "{name}"')
+    conn.execute(
+        "ALTER TABLE events RENAME COLUMN data TO packed;"
+        " ALTER TABLE events ADD COLUMN data BLOB GENERATED ALWAYS AS (unpack(packed)) VIRTUAL;"
+    )
+
+
+def _pack_step(conn: apsw.Connection, after: int, upto: int) -> None:
+    # pack() leaves a packed value as it is (a chunk done twice is harmless).
+    conn.execute(
+        "UPDATE events SET packed = pack(packed) WHERE id > ? AND id <= ?", (after, upto)
+    )
+
+
+def _finish_packing(conn: apsw.Connection) -> None:
+    for (sql,) in list(conn.execute("SELECT sql FROM pack_triggers")):
+        # `data` is computed now: a change of the data is a change of `packed`.
+        conn.execute(re.sub(r"\bUPDATE OF data\b", "UPDATE OF packed", sql, count=1))
+    conn.execute(
+        "DROP TABLE pack_triggers;"
+        " DELETE FROM counters WHERE name IN ('pack_done', 'pack_target');"
+    )
+
+
+PACK_EVENTS = ChunkedMigration(
+    name="pack", begin=_begin_packing, step=_pack_step, finish=_finish_packing
+)
+
+# Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
+# a chunk rewrites about 5 MiB of table pages, well within the WAL's bound.
+MIGRATE_CHUNK_IDS = 10_000
 
 # Each entry migrates the schema from version i to i+1. Never edit a released entry:
 # append a new one.
-MIGRATIONS: list[str] = [
+MIGRATIONS: list[str | ChunkedMigration] = [
     # 0 -> 1: the core tables
     """
     CREATE TABLE sources (
@@ -266,6 +395,8 @@ MIGRATIONS: list[str] = [
         INSERT INTO sink_revised(event_id) VALUES (NEW.id);
     END;
     """,
+    # 7 -> 8: see PACK_EVENTS.
+    PACK_EVENTS,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -315,20 +446,86 @@ def connect(db_path: Path, *, readonly: bool = False) -> apsw.Connection:
     conn = apsw.Connection(str(db_path), flags=flags)
     conn.setbusytimeout(BUSY_TIMEOUT_MS)
     if not readonly:
-        conn.execute("PRAGMA page_size=16384")  # takes effect on a new database only
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect on a new database only
         conn.execute("PRAGMA journal_mode=WAL")
         # The writer's page cache holds the hot parts of the indexes (the key-hash index
         # is random-access by nature); bounded, so it counts toward the memory budget.
         conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-        # Fewer, larger checkpoints during a backfill; the WAL is truncated after each.
-        conn.execute("PRAGMA wal_autocheckpoint=4000")
-        conn.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
+        # Checkpoints every WAL_CHECKPOINT_PAGES (until the Store's WalBound takes over);
+        # journal_size_limit truncates the WAL back to the bound when it restarts, and
+        # the daemon truncates it when idle (Store.truncate_wal).
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=OFF")
+    packing.register(conn)
     return conn
 
 
-def migrate(conn: apsw.Connection) -> int:
+Progress = Callable[[str, int, int], None]  # (migration name, ids done, ids in all)
+
+
+def pending_chunked(conn: apsw.Connection) -> ChunkedMigration | None:
+    """The first chunked migration this store still has to run, if any."""
+    (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
+    for m in MIGRATIONS[found:]:
+        if isinstance(m, ChunkedMigration):
+            return m
+    return None
+
+
+def chunked_pending(db_path: Path) -> ChunkedMigration | None:
+    """The chunked migration an existing store at ``db_path`` will run when opened."""
+    if not db_path.is_file():
+        return None
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+        return pending_chunked(conn)
+    finally:
+        conn.close()
+
+
+def run_migration(
+    conn: apsw.Connection, version: int, progress: Progress | None = None, chunk: int = 0
+) -> None:
+    """Migrate from ``version`` to ``version + 1``."""
+    m = MIGRATIONS[version]
+    if isinstance(m, str):
+        with conn:
+            conn.execute(m)
+            conn.execute(f"PRAGMA user_version={version + 1}")
+        return
+    chunk = chunk or int(os.environ.get("AGENTSRC_MIGRATE_CHUNK") or MIGRATE_CHUNK_IDS)
+    with conn:
+        m.begin(conn)
+    first = True
+    while True:
+        with conn:
+            values = dict(
+                conn.execute(
+                    "SELECT name, value FROM counters WHERE name IN (?, ?)",
+                    (f"{m.name}_done", f"{m.name}_target"),
+                )
+            )
+            done, target = values[f"{m.name}_done"], values[f"{m.name}_target"]
+            if first and progress is not None:
+                progress(m.name, done, target)  # where a resumed migration starts
+            first = False
+            if done >= target:
+                m.finish(conn)
+                conn.execute(f"PRAGMA user_version={version + 1}")
+                return
+            upto = min(done + chunk, target)
+            m.step(conn, done, upto)
+            conn.execute("UPDATE counters SET value=? WHERE name=?", (upto, f"{m.name}_done"))
+        if progress is not None:
+            progress(m.name, upto, target)
+        # Each chunk rewrites its rows: keep the WAL bounded while the migration runs.
+        restart_checkpoint(conn)
+
+
+def migrate(conn: apsw.Connection, progress: Progress | None = None) -> int:
     """Bring the schema to SCHEMA_VERSION. Returns the version found before."""
     (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
     if found > SCHEMA_VERSION:
@@ -336,7 +533,22 @@ def migrate(conn: apsw.Connection) -> int:
             f"database schema version {found} is newer than this agentsrc ({SCHEMA_VERSION})"
         )
     for version in range(found, SCHEMA_VERSION):
-        with conn:
-            conn.execute(MIGRATIONS[version])
-            conn.execute(f"PRAGMA user_version={version + 1}")
+        run_migration(conn, version, progress)
     return int(found)
+
+
+def compact(db_path: Path) -> tuple[int, int]:
+    """VACUUM the store (the daemon stopped: the caller holds its lock): what packing
+    freed inside the pages of a migrated store goes back to the file system. Run with a
+    rollback journal, not the WAL: a VACUUM rewrites the whole database, which in WAL
+    mode would all go through the WAL. Needs this module's functions (``unpack``): the
+    sqlite3 shell cannot VACUUM the store. Returns the file's size before and after."""
+    before = db_path.stat().st_size
+    conn = connect(db_path)
+    try:
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+    return before, db_path.stat().st_size

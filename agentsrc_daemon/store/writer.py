@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import apsw
 import orjson
 
 from ..events import (
@@ -38,7 +39,17 @@ from ..events import (
 )
 from ..ingest.cursor import Cursor
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
-from .schema import SESSION_FACT_FIELDS, USAGE_FIELDS, connect, migrate, secure_file
+from .packing import pack
+from .schema import (
+    BUSY_TIMEOUT_MS,
+    SESSION_FACT_FIELDS,
+    USAGE_FIELDS,
+    Progress,
+    WalBound,
+    connect,
+    migrate,
+    secure_file,
+)
 from .search import INDEXED_KINDS, body_of, index_text
 
 # Events indexed per transaction by the index build (build_search_step).
@@ -91,12 +102,15 @@ class _SessionTally:
 class Store:
     """The writer side: one per daemon, used from the ingest thread only."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, progress: Progress | None = None) -> None:
+        """Opens the store and migrates it (``progress`` is told how a chunked migration
+        advances)."""
         self.db_path = db_path
         old_umask = os.umask(0o077)
         try:
             self.conn = connect(db_path)
-            migrate(self.conn)
+            migrate(self.conn, progress)
+            self._wal = WalBound(self.conn)
         finally:
             os.umask(old_umask)
         for suffix in ("", "-wal", "-shm"):
@@ -108,6 +122,19 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def truncate_wal(self) -> bool:
+        """Checkpoint the whole WAL and truncate it to nothing (when idle). A reader in
+        the middle of a transaction holds it: then give up at once (the ingest loop must
+        not wait on readers) and say so; the caller tries again later."""
+        self.conn.setbusytimeout(0)
+        try:
+            log_frames, _ = self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+        except apsw.BusyError:
+            return False
+        finally:
+            self.conn.setbusytimeout(BUSY_TIMEOUT_MS)
+        return log_frames == 0
 
     # ---- cursors ---------------------------------------------------------------
 
@@ -260,6 +287,7 @@ class Store:
                 )
             for cursor in batch.cursors.values():
                 self._save_cursor(cursor)
+        self._wal.check(self.conn)
         return inserted
 
     # ---- the search index (store/search.py) ----------------------------------------
@@ -356,6 +384,7 @@ class Store:
             if values:
                 self.conn.executemany("INSERT INTO search_index(rowid, body) VALUES(?,?)", values)
             self.conn.execute("UPDATE counters SET value=? WHERE name='search_done'", (hi,))
+        self._wal.check(self.conn)
         self._search_done = hi
         return self.search_backlog()
 
@@ -441,7 +470,7 @@ class Store:
         changes_before = self.conn.total_changes()
         self.conn.executemany(
             "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
-            " subagent_id, adapter, offset, path, data, revision, claim, claim_since, holder,"
+            " subagent_id, adapter, offset, path, packed, revision, claim, claim_since, holder,"
             " source_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [r.bind(source_ids[r.source_path]) for r in prepared],
         )
@@ -505,7 +534,8 @@ class Store:
         if not stronger:
             if r.revision > s_rev:
                 self.conn.execute(
-                    "UPDATE events SET data=?, revision=? WHERE id=?", (r.data, r.revision, eid)
+                    "UPDATE events SET packed=?, revision=? WHERE id=?",
+                    (r.packed, r.revision, eid),
                 )
                 self._reindex(eid, r)
                 self._count(owner, s_kind, s_data, tally, -1)
@@ -514,13 +544,14 @@ class Store:
                 copies.append((eid, holder, r.turn_id, r.subagent_id))
             return
         data, revision = (r.data, r.revision) if r.revision >= s_rev else (s_data, s_rev)
+        packed = r.packed if data is r.data else pack(data)
         self._count(owner, s_kind, s_data, tally, -1)
         self._count(r.session_id, r.kind, data, tally, 1)
         self.conn.execute(
             "UPDATE events SET session_id=?, holder=?, claim=?, claim_since=?, subagent_id=?,"
-            " turn_id=?, ts=?, source_id=?, offset=?, data=?, revision=? WHERE id=?",
+            " turn_id=?, ts=?, source_id=?, offset=?, packed=?, revision=? WHERE id=?",
             (r.session_id, r.holder, r.claim, r.claim_since, r.subagent_id, r.turn_id, r.ts,
-             self._source_ids[r.source_path], r.offset, data, revision, eid),
+             self._source_ids[r.source_path], r.offset, packed, revision, eid),
         )
         if revision == r.revision and r.data != s_data:
             self._reindex(eid, r)

@@ -1,0 +1,303 @@
+"""The compact store (issue 10): packed event data, the schema 7 -> 8 migration run by a
+real daemon (progress in status, kill -9 at several points, resumed, the result equal
+to a store built fresh), and the WAL's bound during a big backfill."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+from answers import differences, socket_answers
+
+from agentsrc_daemon.store import packing
+from agentsrc_daemon.store.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    WAL_LIMIT_BYTES,
+    connect,
+    run_migration,
+)
+
+from corpus import corpus_home
+from harness import REPO, SID, DaemonFactory, claude_line, copy_tree, wait_for
+
+# sqlite_sequence is copied on its own; the FTS5 table through its shadow tables.
+SCHEMA_7_TABLES_SKIPPED = {"sqlite_sequence", "search_index"}
+
+
+def test_pack_is_smaller_and_gives_back_the_same_bytes() -> None:
+    short = b'{"chars":12}'
+    assert packing.pack(short) == short  # under MIN_PACK_BYTES: as written
+    cmd = orjson.dumps({"command": "git status && git diff --stat", "cwd": "/home/u/p",
+                        "exit_code": 0, "interrupted": False, "duration_ms": 41,
+                        "is_error": False, "output_chars": 123})
+    packed = packing.pack(cmd)
+    assert packed[:1] == packing.PACKED_V1
+    assert len(packed) < len(cmd) * 0.75
+    assert packing.unpack(packed) == cmd
+    assert packing.unpack(cmd) == cmd  # unpacked values read as they are
+    incompressible = orjson.dumps({"text": os.urandom(60).hex()[:60]})
+    assert packing.unpack(packing.pack(incompressible)) == incompressible
+
+
+def test_queries_read_the_packed_data_as_json(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "db")
+    for v in range(SCHEMA_VERSION):
+        run_migration(conn, v)
+    data = orjson.dumps({"command": "make test " * 20, "exit_code": 2})
+    conn.execute(
+        "INSERT INTO events(key_hash, session_id, kind, adapter, source_id, offset, packed)"
+        " VALUES(x'01', 's', 'command', 'codex', 1, 0, ?)",
+        (packing.pack(data),),
+    )
+    row = conn.execute(
+        "SELECT data, json_extract(data, '$.exit_code'), length(packed) < length(data)"
+        " FROM events"
+    ).fetchone()
+    assert row == (data, 2, 1)
+
+
+# ---- a store of schema 7, as main's code left it ------------------------------------------
+
+
+def schema_7_copy(fresh_db: Path, out_db: Path) -> None:
+    """A store of schema 7 holding what ``fresh_db`` holds: the old migrations up to 7
+    (the old code's schema, exactly), then every table's rows copied in, the events'
+    data as the JSON the old code stored."""
+    conn = connect(out_db)
+    for v in range(7):
+        run_migration(conn, v)
+    assert conn.execute("PRAGMA user_version").fetchone() == (7,)
+    conn.execute("ATTACH DATABASE ? AS fresh", (str(fresh_db),))
+    with conn:
+        tables = [
+            name for (name,) in conn.execute(
+                "SELECT name FROM main.sqlite_schema WHERE type = 'table'"
+                " AND name NOT LIKE 'sqlite_%'"
+            )
+            if name not in SCHEMA_7_TABLES_SKIPPED
+        ]
+        for table in tables:
+            cols = [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
+            names = ", ".join(cols)
+            conn.execute(f"DELETE FROM main.{table}")
+            conn.execute(f"INSERT INTO main.{table}({names}) SELECT {names} FROM fresh.{table}")
+        conn.execute("DELETE FROM main.sqlite_sequence")
+        conn.execute("INSERT INTO main.sqlite_sequence SELECT * FROM fresh.sqlite_sequence")
+    conn.execute("DETACH DATABASE fresh")
+    conn.close()
+
+
+def test_the_schema_7_copy_is_the_old_schema(tmp_path: Path) -> None:
+    """The helper above really makes what main's code made: the same columns as the
+    old migrations give, the data unpacked JSON."""
+    fresh = connect(tmp_path / "fresh.db")
+    for v in range(SCHEMA_VERSION):
+        run_migration(fresh, v)
+    data = orjson.dumps({"text": "hello " * 30})
+    fresh.execute(
+        "INSERT INTO events(key_hash, session_id, kind, adapter, source_id, offset, packed)"
+        " VALUES(x'01', 's', 'prompt', 'codex', 1, 0, ?)",
+        (packing.pack(data),),
+    )
+    fresh.close()
+    schema_7_copy(tmp_path / "fresh.db", tmp_path / "v7.db")
+    old = apsw.Connection(str(tmp_path / "v7.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    cols = [r[1] for r in old.execute("PRAGMA table_xinfo(events)")]
+    assert cols[13] == "data" and "packed" not in cols
+    assert old.execute("SELECT data FROM events").fetchall() == [(data,)]
+    assert isinstance(MIGRATIONS[6], str) and "sink_event_revised" in MIGRATIONS[6]
+
+
+def _status(d: Any) -> dict[str, Any] | None:
+    try:
+        return dict(d.call("status"))
+    except Exception:  # noqa: BLE001 - between a kill and the restart's socket
+        return None
+
+
+def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_one(
+    tmp_path: Path, daemon_factory: DaemonFactory
+) -> None:
+    home = tmp_path / "home"
+    copy_tree(corpus_home(), home)
+    fresh = daemon_factory(home, AGENTSRC_WORKERS="0").start()
+    fresh.wait_live(timeout=300)
+    expected = socket_answers(lambda m, p: fresh.call(m, p))
+    fresh.stop()
+    schema_7_copy(fresh.data_dir / "agentsrc.db", tmp_path / "v7.db")
+
+    chunk = 200
+    d = daemon_factory(home, AGENTSRC_MIGRATE_CHUNK=str(chunk), AGENTSRC_WORKERS="0")
+    d.data_dir.mkdir(mode=0o700, parents=True)
+    db = d.data_dir / "agentsrc.db"
+    shutil.copyfile(tmp_path / "v7.db", db)
+    os.chmod(db, 0o600)
+    seen: list[dict[str, Any]] = []
+    kills = 0
+    for kill_at in (0.05, 0.4, 0.8):
+        d.start(wait=False)
+        while True:
+            st = _status(d)
+            if st is not None and st["state"] == "migrating":
+                seen.append(st["migration"])
+                if st["migration"]["fraction"] >= kill_at:
+                    break
+            assert st is None or st["state"] == "migrating", st  # not done before the kill
+            time.sleep(0.01)
+        d.stop(signal.SIGKILL)
+        kills += 1
+        # What the kill left: schema 7 still, the rows up to the high-water mark (a
+        # chunk's end) packed, none after it: each chunk whole or not at all.
+        conn = connect(db, readonly=True)
+        assert conn.execute("PRAGMA user_version").fetchone() == (7,)
+        counters = dict(conn.execute("SELECT name, value FROM counters"))
+        done = counters["pack_done"]
+        assert done % chunk == 0 and 0 < done < counters["pack_target"]
+        assert conn.execute(
+            "SELECT COUNT(*) FROM events WHERE id <= ? AND pack(packed) IS NOT packed", (done,)
+        ).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT COUNT(*) FROM events WHERE id > ? AND substr(packed, 1, 1) = x'01'", (done,)
+        ).fetchone() == (0,)
+        assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (counters["events"],)
+        conn.close()
+    d.start(wait=False)
+    wait_for(lambda: (st := _status(d)) is not None and st["state"] == "live", timeout=300)
+    assert kills == 3
+    fractions = [m["fraction"] for m in seen]
+    assert fractions[-1] >= 0.8 and min(fractions) < 0.4
+    # Before the migration has read its target (the first milliseconds) the total is 0.
+    assert all(m["name"] == "pack" and m["done"] <= m["total"] for m in seen)
+    assert all(m["fraction"] == round(m["done"] / m["total"], 4) for m in seen if m["total"])
+    assert max(m["total"] for m in seen) == min(m["total"] for m in seen if m["total"]) > 0
+    got = socket_answers(lambda m, p: d.call(m, p))
+    assert differences(expected, got) == []
+    conn = connect(db, readonly=True)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    assert conn.execute(
+        "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'pack_triggers'"
+    ).fetchone() == (0,)
+    trigger = conn.execute(
+        "SELECT sql FROM sqlite_schema WHERE name = 'sink_event_revised'"
+    ).fetchone()[0]
+    assert "AFTER UPDATE OF packed, session_id, turn_id, subagent_id, ts ON events" in trigger
+    packed = conn.execute(
+        "SELECT SUM(substr(packed, 1, 1) = x'01'), COUNT(*) FROM events"
+    ).fetchone()
+    assert packed[0] > packed[1] // 2  # most rows packed, the rest too short to gain
+    conn.close()
+    # Compacted (the daemon stopped): the file shrinks, the answers stay.
+    d.stop()
+    before = db.stat().st_size
+    out = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "compact_store.py"), str(d.data_dir)],
+        capture_output=True, text=True, check=True, env={**os.environ, **d.env},
+    )
+    assert db.stat().st_size < before * 0.85, out.stdout
+    d.start()
+    d.wait_live()
+    assert differences(expected, socket_answers(lambda m, p: d.call(m, p))) == []
+
+
+def test_queries_wait_for_the_migration_and_status_answers(
+    tmp_path: Path, daemon_factory: DaemonFactory
+) -> None:
+    home = tmp_path / "home"
+    copy_tree(corpus_home(), home)
+    fresh = daemon_factory(home, AGENTSRC_WORKERS="0").start()
+    fresh.wait_live(timeout=300)
+    n = fresh.call("status")["events"]
+    fresh.stop()
+    schema_7_copy(fresh.data_dir / "agentsrc.db", tmp_path / "v7.db")
+    d = daemon_factory(home, AGENTSRC_MIGRATE_CHUNK="100", AGENTSRC_WORKERS="0")
+    d.data_dir.mkdir(mode=0o700, parents=True)
+    shutil.copyfile(tmp_path / "v7.db", d.data_dir / "agentsrc.db")
+    d.start(wait=False)
+    wait_for(lambda: (st := _status(d)) is not None and st["state"] == "migrating", timeout=60)
+    # A query sent during the migration is answered once it is over, in full.
+    listed = d.call("events.list", {"limit": 5})
+    assert [e["id"] for e in listed["events"]] == [1, 2, 3, 4, 5]
+    assert d.call("status")["events"] == n
+
+
+# ---- the WAL's bound --------------------------------------------------------------------
+
+
+def _big_home(home: Path, files: int, lines: int, text_bytes: int) -> int:
+    """Claude sessions of long prompts that do not compress (random hex): the store's
+    writes are close to the transcripts' size."""
+    root = home / ".claude" / "projects" / "-work-proj"
+    root.mkdir(parents=True)
+    total = 0
+    for f in range(files):
+        sid = f"{f:08d}-2222-3333-4444-555555555555"
+        with (root / f"{sid}.jsonl").open("wb") as out:
+            for i in range(lines):
+                line = claude_line(f"u{f}-{i}", text=os.urandom(text_bytes // 2).hex(),
+                                   sessionId=sid)
+                total += out.write(line)
+    assert SID  # the harness's own session id is not one of these
+    return total
+
+
+def test_the_wal_stays_under_its_bound_during_a_big_backfill_and_is_emptied_when_idle(
+    tmp_path: Path, daemon_factory: DaemonFactory
+) -> None:
+    home = tmp_path / "home"
+    written = _big_home(home, files=24, lines=500, text_bytes=12_000)
+    assert written > 2 * WAL_LIMIT_BYTES
+    d = daemon_factory(home, AGENTSRC_SCAN="0")  # random text: not what is measured here
+    wal = d.data_dir / "agentsrc.db-wal"
+    peak = 0
+    samples = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak, samples
+        while not stop.is_set():
+            try:
+                peak = max(peak, wal.stat().st_size)
+                samples += 1
+            except FileNotFoundError:
+                pass
+            time.sleep(0.005)
+
+    reads = 0
+
+    def read() -> None:  # readers on other connections the whole time
+        nonlocal reads
+        while not stop.is_set():
+            if _status(d) is None:
+                time.sleep(0.05)
+                continue
+            d.call("events.list", {"limit": 200})
+            d.call("search.query", {"q": "hello", "limit": 50})
+            reads += 1
+
+    threads = [threading.Thread(target=sample), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    try:
+        d.start()
+        d.wait_live(timeout=600)
+        # Per line a prompt and its turn's start; per file one turn end fewer than lines.
+        assert d.call("status")["events"] == 24 * (500 + 500 + 499)
+        # Idle: the WAL is truncated to nothing.
+        wait_for(lambda: wal.exists() and wal.stat().st_size == 0, timeout=30)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert samples > 100 and reads > 10
+    print(f"WAL peak {peak / 2**20:.1f} MiB over {samples} samples, {reads} reads")
+    assert WAL_LIMIT_BYTES // 8 < peak <= WAL_LIMIT_BYTES, peak
