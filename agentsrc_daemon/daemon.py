@@ -36,6 +36,7 @@ from .rpc.transport import Hub, Server
 from .store import Batch, Reader, Store
 from .store import sink as sink_store
 from .store.writer import SEARCH_CHUNK_IDS
+from .system.memory import release_freed_memory, rss_bytes
 from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -43,6 +44,19 @@ log = structlog.get_logger("agentsrc.daemon")
 ROOT_CHECK_INTERVAL_S = 2.0
 FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
 STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
+# While appends come in (within APPENDS_RECENT_S), this thread's backfill rounds read at
+# most this much of a file: an append waits for a few milliseconds of parsing, not 4 MiB.
+LIVE_ROUND_BUDGET_BYTES = 256 << 10
+APPENDS_RECENT_S = 5.0
+# A first catch-up at least this large builds the search index after it, in chunks, not
+# in its commits (Store.defer_search_index); $AGENTSRC_SEARCH_DEFER_MIN_BACKLOG (bytes)
+# overrides it for tests.
+SEARCH_DEFER_MIN_BACKLOG = 64 << 20
+
+
+def search_defer_min_backlog() -> int:
+    env = os.environ.get("AGENTSRC_SEARCH_DEFER_MIN_BACKLOG", "").strip()
+    return int(env) if env.isdigit() else SEARCH_DEFER_MIN_BACKLOG
 
 
 @dataclass
@@ -125,6 +139,8 @@ class Daemon:
         self._reload = threading.Event()
         self.exit_code = 0
         self._initial_done = False
+        self._urgent: set[str] = set()  # appended files queued first (_queue_appended)
+        self._appends_at = -APPENDS_RECENT_S  # when the watcher last saw an append
         self.scan_state: dict[str, Any] = {"enabled": False}
 
     # ---- start-up ----------------------------------------------------------------
@@ -182,6 +198,8 @@ class Daemon:
         # that window was long enough to be seen).
         self.reconcile()
         self._refresh_backlog(force=True)
+        if self._backlog[0] >= search_defer_min_backlog():
+            store.defer_search_index()
         self.components.server.start()
         self.progress.started = time.monotonic()
         log.info(
@@ -334,11 +352,7 @@ class Daemon:
             paths, dirs = self.dirty.take()
             for d in dirs:
                 self._scan_dir(d)
-            for p in paths:
-                for spec in self.classify(p):
-                    # A database woken by a -shm read mark (ours included) finds
-                    # nothing new in its round: data_version did not move.
-                    self.pending.setdefault(spec.path, spec)
+            self._queue_appended(paths)
             self._requeue_retries()
             if self.pending:
                 self._work()
@@ -351,6 +365,8 @@ class Daemon:
             self._refresh_backlog(force=True)
             if not self._initial_done:
                 self._initial_done = True
+                self.components.store.end_search_deferral()
+                self._release_backfill_memory()
                 self.progress.live_since = time.time()
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
@@ -367,6 +383,36 @@ class Daemon:
                 timeout = min(timeout, self.notifier.watchdog_every)
             self.dirty.wakeup.wait(max(0.0, timeout))
 
+    def _release_backfill_memory(self) -> None:
+        """Live: what the backfill freed goes back to the OS (system/memory.py), so the
+        live daemon's RSS is its working set, not the backfill's peak."""
+        self.components.store.shrink_cache()
+        release_freed_memory()
+        log.info("memory_released", rss=rss_bytes())
+
+    def _queue_appended(self, paths: set[str]) -> None:
+        """Files the watcher saw written go to the front of the queue, ahead of any
+        backfill, and are committed on their own (see _work)."""
+        urgent: list[str] = []
+        for p in paths:
+            for spec in self.classify(p):
+                # A database woken by a -shm read mark (ours included) finds nothing new
+                # in its round: data_version did not move.
+                self.pending.setdefault(spec.path, spec)
+                urgent.append(spec.path)
+        for path in reversed(urgent):
+            self.pending.move_to_end(path, last=False)
+        if urgent:
+            self._urgent = set(urgent)
+            self._appends_at = time.monotonic()
+
+    def _round_budget(self) -> int:
+        """A file's budget in this thread's rounds: during a backfill with live appends
+        (in the last few seconds), small, so an append waits for little parsing."""
+        if time.monotonic() - self._appends_at < APPENDS_RECENT_S:
+            return LIVE_ROUND_BUDGET_BYTES
+        return FILE_BUDGET_BYTES
+
     def _requeue_retries(self) -> None:
         now = time.monotonic()
         for path, (due, spec) in list(self.retry.items()):
@@ -381,34 +427,48 @@ class Daemon:
 
     def _work(self) -> None:
         """One round over the pending files, committing as batches fill up. During a
-        large backfill, file rounds are also handed to worker processes."""
+        large backfill, file rounds are also handed to worker processes. Files just
+        appended to come first (``_queue_appended``) and are committed together before
+        anything else is read or committed: a live line never waits for a backfill's
+        batch; and new appends during the round end it, so they go first in the next."""
         ingestor = self.components.ingestor
         self.backfill.begin_round(self.pending, self.backlog_bytes, ingestor)
         batch = Batch()
         deadline = time.monotonic() + self.cfg.batch_max_delay
+        urgent, self._urgent = self._urgent, set()
+        budget = self._round_budget()
         for path in list(self.pending):
             if self.stop_event.is_set():
                 break
             if path not in self.pending:
                 continue
-            self.backfill.collect()  # may finish (and un-queue) files of this list
+            if urgent and path not in urgent:
+                urgent = set()
+                self._commit(batch)  # the appends, on their own
+                batch = Batch()
+                deadline = time.monotonic() + self.cfg.batch_max_delay
+            if not urgent:
+                if self.dirty:
+                    break  # fresh appends: the next round takes them first
+                self.backfill.collect()  # may finish (and un-queue) files of this list
             spec = self.pending.get(path)
-            if spec is None or not self.backfill.place(spec, ingestor):
+            mine = path in urgent and not self.backfill.holds(path)
+            if spec is None or not (mine or self.backfill.place(spec, ingestor)):
                 continue
-            rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
+            rnd = ingestor.ingest(spec, batch, budget)
             if rnd.retry_after is not None:
                 # Locked by its writer: try again soon, without holding up the loop.
                 self.pending.pop(path, None)
                 self.retry[path] = (time.monotonic() + rnd.retry_after, spec)
                 continue
             self._account(path, rnd)
+            if urgent:
+                continue
             if len(batch.events) >= self.cfg.batch_max_events or time.monotonic() >= deadline:
                 self._commit(batch)
                 batch = Batch()
                 deadline = time.monotonic() + self.cfg.batch_max_delay
                 self.notifier.watchdog_if_due()
-                if self.dirty:
-                    break  # let fresh appends in live files jump the backfill queue
         self._commit(batch)
         self.backfill.end_round(self.pending, stopping=self.stop_event.is_set())
 

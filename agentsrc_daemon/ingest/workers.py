@@ -268,6 +268,10 @@ class BackfillScheduler:
         self.rounds_here += 1
         return True
 
+    def holds(self, path: str) -> bool:
+        """A worker has a round of this file, or it waits for the workers to finish."""
+        return self.pool is not None and (path in self.pool.in_flight or path in self.deferred)
+
     def end_round(self, pending: Collection[str], stopping: bool) -> None:
         """After a round: collect what the workers finished (all of it when stopping)."""
         if self.pool is None:
