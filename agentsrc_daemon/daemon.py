@@ -36,7 +36,7 @@ from .rpc.transport import Hub, Server
 from .store import Batch, Reader, Store
 from .store import sink as sink_store
 from .store.writer import SEARCH_CHUNK_IDS
-from .system.memory import release_freed_memory, rss_bytes
+from .system.memory import limit_arenas, release_freed_memory, rss_bytes
 from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -46,7 +46,8 @@ FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve sma
 STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
 # While appends come in (within APPENDS_RECENT_S), this thread's backfill rounds read at
 # most this much of a file: an append waits for a few milliseconds of parsing, not 4 MiB.
-LIVE_ROUND_BUDGET_BYTES = 256 << 10
+LIVE_ROUND_BUDGET_BYTES = 128 << 10
+LIVE_BATCH_EVENTS = 250
 APPENDS_RECENT_S = 5.0
 # A first catch-up at least this large builds the search index after it, in chunks, not
 # in its commits (Store.defer_search_index); $AGENTSRC_SEARCH_DEFER_MIN_BACKLOG (bytes)
@@ -173,6 +174,7 @@ class Daemon:
         )
 
     def start(self) -> None:
+        limit_arenas()
         lock_fd = self.acquire_lock()
         store = Store(self.cfg.db_path)
         ingestor = self._build_ingestor()
@@ -373,9 +375,11 @@ class Daemon:
             if self.components.store.search_backlog():
                 # The search index of the events stored before it existed: one chunk
                 # (its own transaction) at a time, when no file is waiting.
-                self.components.store.build_search_step(
+                more = self.components.store.build_search_step(
                     int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
                 )
+                if not more:
+                    self._release_backfill_memory()  # what the build held, too
                 continue
             wake_at = min([next_reconcile, next_root_check, *(t for t, _ in self.retry.values())])
             timeout = wake_at - time.monotonic()
@@ -406,12 +410,13 @@ class Daemon:
             self._urgent = set(urgent)
             self._appends_at = time.monotonic()
 
-    def _round_budget(self) -> int:
-        """A file's budget in this thread's rounds: during a backfill with live appends
-        (in the last few seconds), small, so an append waits for little parsing."""
+    def _round_budget(self) -> tuple[int, int]:
+        """A file round's budget (here and in the workers) and a batch's events: during
+        a backfill with live appends (in the last few seconds), small, so an append
+        waits for little parsing and a short commit, not a backfill's."""
         if time.monotonic() - self._appends_at < APPENDS_RECENT_S:
-            return LIVE_ROUND_BUDGET_BYTES
-        return FILE_BUDGET_BYTES
+            return LIVE_ROUND_BUDGET_BYTES, LIVE_BATCH_EVENTS
+        return FILE_BUDGET_BYTES, self.cfg.batch_max_events
 
     def _requeue_retries(self) -> None:
         now = time.monotonic()
@@ -436,7 +441,8 @@ class Daemon:
         batch = Batch()
         deadline = time.monotonic() + self.cfg.batch_max_delay
         urgent, self._urgent = self._urgent, set()
-        budget = self._round_budget()
+        budget, max_events = self._round_budget()
+        self.backfill.budget_bytes = budget  # the workers' rounds too
         for path in list(self.pending):
             if self.stop_event.is_set():
                 break
@@ -455,7 +461,10 @@ class Daemon:
             mine = path in urgent and not self.backfill.holds(path)
             if spec is None or not (mine or self.backfill.place(spec, ingestor)):
                 continue
-            rnd = ingestor.ingest(spec, batch, budget)
+            if mine:  # the appended file itself: a whole round, committed at once
+                rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
+            else:
+                rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__)
             if rnd.retry_after is not None:
                 # Locked by its writer: try again soon, without holding up the loop.
                 self.pending.pop(path, None)
@@ -464,7 +473,7 @@ class Daemon:
             self._account(path, rnd)
             if urgent:
                 continue
-            if len(batch.events) >= self.cfg.batch_max_events or time.monotonic() >= deadline:
+            if len(batch.events) >= max_events or time.monotonic() >= deadline:
                 self._commit(batch)
                 batch = Batch()
                 deadline = time.monotonic() + self.cfg.batch_max_delay

@@ -4,7 +4,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py backfill [--copies 20] [--repeats 3] [--scan both]
         (beside agentsview's sync: `make bench-deps` installs it)
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
-    .venv/bin/python bench/run.py latency [--files 20] [--appends 50]
+    .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
     .venv/bin/python bench/run.py all
@@ -372,8 +372,14 @@ def bench_backfill_index(args: argparse.Namespace) -> None:
 
 
 def bench_latency(args: argparse.Namespace) -> None:
+    """Append -> subscriber. With --backfill-copies N the home also holds N copies of
+    the corpus (hard links to make_home's), so the appends land while the daemon
+    backfills them: the load of a big first catch-up."""
     base = Path(tempfile.mkdtemp(prefix="asl-"))
     home = base / "home"
+    if args.backfill_copies:
+        shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
+                        copy_function=os.link)
     proj = home / ".claude" / "projects" / "-bench-latency"
     proj.mkdir(parents=True)
     files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
@@ -383,9 +389,13 @@ def bench_latency(args: argparse.Namespace) -> None:
     latencies: list[float] = []
     sent: dict[str, float] = {}
     lock = threading.Lock()
+    during_backfill = 0
     try:
         d.start()
-        d.wait_live()
+        if args.backfill_copies:
+            wait_for_events(d, 1000)  # the backfill is under way
+        else:
+            d.wait_live()
         done = threading.Event()
         expected = args.files * args.appends
         ready = threading.Event()
@@ -404,6 +414,9 @@ def bench_latency(args: argparse.Namespace) -> None:
                         t = sent.pop(text, None)
                     if t is not None:
                         latencies.append(now - t)
+                        if args.backfill_copies and len(latencies) == expected:
+                            nonlocal during_backfill
+                            during_backfill = d.call("status")["state"] == "catching_up"
                     if len(latencies) >= expected:
                         done.set()
                         return
@@ -442,10 +455,24 @@ def bench_latency(args: argparse.Namespace) -> None:
     n = len(latencies)
     p50 = latencies[n // 2] * 1000
     p99 = latencies[min(n - 1, int(n * 0.99))] * 1000
+    load = ""
+    if args.backfill_copies:
+        load = (f", during the cold backfill of {args.backfill_copies} copies of the corpus"
+                f" (still catching up at the last: {'yes' if during_backfill else 'no'})")
     print(
-        f"latency append -> subscriber, {args.files} files appended concurrently, {n} events: "
-        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+        f"latency append -> subscriber, {args.files} files appended concurrently, {n} events"
+        f"{load}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
     )
+
+
+def wait_for_events(d: Daemon, n: int) -> None:
+    while True:
+        try:
+            if d.call("status")["events"] >= n:
+                return
+        except DaemonNotRunning:
+            pass
+        time.sleep(0.05)
 
 
 def bench_idle(args: argparse.Namespace) -> None:
@@ -650,6 +677,9 @@ def main() -> None:
     lat = sub.add_parser("latency")
     lat.add_argument("--files", type=int, default=20)
     lat.add_argument("--appends", type=int, default=50)
+    lat.add_argument("--backfill-copies", type=int, default=0,
+                     help="append while the daemon backfills this many copies of the corpus")
+    lat.add_argument("--workdir", default="/tmp/agentsrc-bench")
     idle = sub.add_parser("idle")
     idle.add_argument("--files", type=int, default=500)
     idle.add_argument("--seconds", type=float, default=60)
@@ -664,7 +694,7 @@ def main() -> None:
     if args.cmd == "all":
         bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench",
                                           settle=5.0, no_agentsview=False, agentsview_version="0.46.1"))
-        bench_latency(argparse.Namespace(files=20, appends=50))
+        bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0))
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,

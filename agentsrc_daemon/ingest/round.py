@@ -219,10 +219,18 @@ class Ingestor:
 
     # ---- one file ----------------------------------------------------------------
 
-    def ingest(self, spec: sources.SourceSpec, batch: Batch, budget_bytes: int) -> FileRound:
+    def ingest(
+        self,
+        spec: sources.SourceSpec,
+        batch: Batch,
+        budget_bytes: int,
+        stop: Callable[[], bool] | None = None,
+    ) -> FileRound:
+        """One round of a source. A JSONL round ends early, after a line, once ``stop()``
+        says so."""
         cursor = self.cursor_for(spec)
         if spec.mode == sources.JSONL:
-            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes)
+            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes, stop)
         elif spec.mode == sources.DOCUMENT:
             rnd = self._ingest_document(spec, cursor, batch)
         elif spec.mode == sources.SQLITE:
@@ -241,7 +249,12 @@ class Ingestor:
         return rnd
 
     def _ingest_jsonl(
-        self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch, budget: int
+        self,
+        spec: sources.SourceSpec,
+        cursor: Cursor,
+        batch: Batch,
+        budget: int,
+        stop: Callable[[], bool] | None = None,
     ) -> FileRound:
         adapter = self.adapters[spec.adapter]
         rnd = FileRound(spec.path)
@@ -275,6 +288,7 @@ class Ingestor:
             budget_bytes=budget,
             max_line_bytes=self.max_line_bytes,
             defer_big_lines=self.defer_big_lines,
+            stop=stop,
         )
         rnd.deferred = result.deferred
         rnd.reset = result.reset

@@ -41,6 +41,25 @@ def release_freed_memory() -> bool:
     return True
 
 
+# mallopt's parameter for the number of arenas (glibc's malloc.h).
+_M_ARENA_MAX = -8
+ARENAS = 2
+
+
+def limit_arenas(arenas: int = ARENAS) -> bool:
+    """At most ``arenas`` malloc arenas. glibc gives each new thread an arena of its own
+    (up to eight per core): the server's thread per connection, each with its SQLite
+    connection, leaves freed pages scattered over arenas the main thread never reuses.
+    Called at start, before those threads exist. Returns whether glibc was asked."""
+    libc = _libc()
+    mallopt = getattr(libc, "mallopt", None) if libc is not None else None
+    if mallopt is None:
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_ARENA_MAX, arenas))
+
+
 def rss_bytes() -> int | None:
     """This process's resident set size (Linux), for the log line after a release."""
     try:
