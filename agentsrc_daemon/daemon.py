@@ -443,6 +443,7 @@ class Daemon:
         urgent, self._urgent = self._urgent, set()
         budget, max_events = self._round_budget()
         self.backfill.budget_bytes = budget  # the workers' rounds too
+        read_here = False  # a backfill round read in this one (progress, whatever appends)
         for path in list(self.pending):
             if self.stop_event.is_set():
                 break
@@ -454,7 +455,7 @@ class Daemon:
                 batch = Batch()
                 deadline = time.monotonic() + self.cfg.batch_max_delay
             if not urgent:
-                if self.dirty:
+                if read_here and self.dirty:
                     break  # fresh appends: the next round takes them first
                 self.backfill.collect()  # may finish (and un-queue) files of this list
             spec = self.pending.get(path)
@@ -465,6 +466,7 @@ class Daemon:
                 rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
             else:
                 rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__)
+                read_here = True
             if rnd.retry_after is not None:
                 # Locked by its writer: try again soon, without holding up the loop.
                 self.pending.pop(path, None)
