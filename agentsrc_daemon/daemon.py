@@ -49,6 +49,9 @@ STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while 
 LIVE_ROUND_BUDGET_BYTES = 128 << 10
 LIVE_BATCH_EVENTS = 250
 APPENDS_RECENT_S = 5.0
+# Appends go first, but the backfill still moves at least once in this long: a steady
+# writer cannot starve it.
+BACKFILL_PROGRESS_S = 0.25
 # A first catch-up at least this large builds the search index after it, in chunks, not
 # in its commits (Store.defer_search_index); $AGENTSRC_SEARCH_DEFER_MIN_BACKLOG (bytes)
 # overrides it for tests.
@@ -142,6 +145,7 @@ class Daemon:
         self._initial_done = False
         self._urgent: set[str] = set()  # appended files queued first (_queue_appended)
         self._appends_at = -APPENDS_RECENT_S  # when the watcher last saw an append
+        self._progress_at = 0.0  # when a backfill round was last read or collected
         self.scan_state: dict[str, Any] = {"enabled": False}
 
     # ---- start-up ----------------------------------------------------------------
@@ -443,7 +447,6 @@ class Daemon:
         urgent, self._urgent = self._urgent, set()
         budget, max_events = self._round_budget()
         self.backfill.budget_bytes = budget  # the workers' rounds too
-        read_here = False  # a backfill round read in this one (progress, whatever appends)
         for path in list(self.pending):
             if self.stop_event.is_set():
                 break
@@ -455,9 +458,12 @@ class Daemon:
                 batch = Batch()
                 deadline = time.monotonic() + self.cfg.batch_max_delay
             if not urgent:
-                if read_here and self.dirty:
+                if self.dirty and time.monotonic() - self._progress_at < BACKFILL_PROGRESS_S:
                     break  # fresh appends: the next round takes them first
+                collected = self.backfill.rounds_in_workers
                 self.backfill.collect()  # may finish (and un-queue) files of this list
+                if self.backfill.rounds_in_workers != collected:
+                    self._progress_at = time.monotonic()
             spec = self.pending.get(path)
             mine = path in urgent and not self.backfill.holds(path)
             if spec is None or not (mine or self.backfill.place(spec, ingestor)):
@@ -466,7 +472,7 @@ class Daemon:
                 rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
             else:
                 rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__)
-                read_here = True
+                self._progress_at = time.monotonic()
             if rnd.retry_after is not None:
                 # Locked by its writer: try again soon, without holding up the loop.
                 self.pending.pop(path, None)
