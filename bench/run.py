@@ -377,25 +377,39 @@ def bench_latency(args: argparse.Namespace) -> None:
     backfills them: the load of a big first catch-up."""
     base = Path(tempfile.mkdtemp(prefix="asl-"))
     home = base / "home"
-    if args.backfill_copies:
+    if args.bigstore:
+        # A store built by bench/bigstore.py: its home used in place (the store's paths
+        # are absolute), its database copied (a daemon writes what it opens).
+        home = Path(args.bigstore) / "home"
+    elif args.backfill_copies:
         shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
                         copy_function=os.link)
-    proj = home / ".claude" / "projects" / "-bench-latency"
+    proj = home / ".claude" / "projects" / f"-bench-latency-{os.getpid()}"
     proj.mkdir(parents=True)
+    base_proj = proj if args.bigstore else base
     files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
     for f in files:
         f.write_bytes(b"")
     d = Daemon(home)
+    if args.bigstore:
+        data = d.dir / "data"
+        data.mkdir(mode=0o700, parents=True)
+        for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
+            src = Path(args.bigstore) / "data" / name
+            if src.exists():
+                shutil.copyfile(src, data / name)
+                os.chmod(data / name, 0o600)
     latencies: list[float] = []
     sent: dict[str, float] = {}
     lock = threading.Lock()
     during_backfill = 0
+    live_events = 0
     try:
         d.start()
-        if args.backfill_copies:
+        if args.backfill_copies and not args.bigstore:
             wait_for_events(d, 1000)  # the backfill is under way
         else:
-            d.wait_live()
+            live_events = d.wait_live(poll=0.5)["events"]
         done = threading.Event()
         expected = args.files * args.appends
         ready = threading.Event()
@@ -451,12 +465,15 @@ def bench_latency(args: argparse.Namespace) -> None:
     finally:
         d.stop()
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(base_proj, ignore_errors=True)
     latencies.sort()
     n = len(latencies)
     p50 = latencies[n // 2] * 1000
     p99 = latencies[min(n - 1, int(n * 0.99))] * 1000
     load = ""
-    if args.backfill_copies:
+    if args.bigstore:
+        load = f", on a copy of {args.bigstore} ({live_events} events)"
+    elif args.backfill_copies:
         load = (f", during the cold backfill of {args.backfill_copies} copies of the corpus"
                 f" (still catching up at the last: {'yes' if during_backfill else 'no'})")
     print(
@@ -680,6 +697,8 @@ def main() -> None:
     lat.add_argument("--backfill-copies", type=int, default=0,
                      help="append while the daemon backfills this many copies of the corpus")
     lat.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    lat.add_argument("--bigstore", default="",
+                     help="a bench/bigstore.py store (its dir: data/ and home/): append on top of a copy")
     idle = sub.add_parser("idle")
     idle.add_argument("--files", type=int, default=500)
     idle.add_argument("--seconds", type=float, default=60)
@@ -694,7 +713,7 @@ def main() -> None:
     if args.cmd == "all":
         bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench",
                                           settle=5.0, no_agentsview=False, agentsview_version="0.46.1"))
-        bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0))
+        bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore=""))
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
