@@ -37,6 +37,7 @@ from .rpc.transport import Handler, Hub, Server
 from .store import Batch, Reader, Store, schema
 from .store import sink as sink_store
 from .store.writer import SEARCH_CHUNK_IDS
+from .system.memory import limit_arenas, release_freed_memory, rss_bytes
 from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -64,6 +65,23 @@ MIGRATION_WAIT_S = 10.0
 MIGRATING = -32001  # the error code of a query that came during a migration
 # When idle, a WAL truncate that a reader blocked is tried again this soon.
 WAL_RETRY_S = 1.0
+# While appends come in (within APPENDS_RECENT_S), this thread's backfill rounds read at
+# most this much of a file: an append waits for a few milliseconds of parsing, not 4 MiB.
+LIVE_ROUND_BUDGET_BYTES = 128 << 10
+LIVE_BATCH_EVENTS = 250
+APPENDS_RECENT_S = 5.0
+# Appends go first, but the backfill still moves at least once in this long: a steady
+# writer cannot starve it.
+BACKFILL_PROGRESS_S = 0.25
+# A first catch-up at least this large builds the search index after it, in chunks, not
+# in its commits (Store.defer_search_index); $AGENTSRC_SEARCH_DEFER_MIN_BACKLOG (bytes)
+# overrides it for tests.
+SEARCH_DEFER_MIN_BACKLOG = 64 << 20
+
+
+def search_defer_min_backlog() -> int:
+    env = os.environ.get("AGENTSRC_SEARCH_DEFER_MIN_BACKLOG", "").strip()
+    return int(env) if env.isdigit() else SEARCH_DEFER_MIN_BACKLOG
 
 
 @dataclass
@@ -203,6 +221,9 @@ class Daemon:
         self._reload = threading.Event()
         self.exit_code = 0
         self._initial_done = False
+        self._urgent: set[str] = set()  # appended files queued first (_queue_appended)
+        self._appends_at = -APPENDS_RECENT_S  # when the watcher last saw an append
+        self._progress_at = 0.0  # when a backfill round was last read or collected
         self.scan_state: dict[str, Any] = {"enabled": False}
         self.store_errors = StoreErrors()
         self.reconcile_stats = ReconcileStats()
@@ -271,6 +292,7 @@ class Daemon:
         log.info("migrating", migration=name, done=done, total=total)
 
     def start(self) -> None:
+        limit_arenas()
         lock_fd = self.acquire_lock()
         server = None
         pending = schema.chunked_pending(self.cfg.db_path)
@@ -300,6 +322,8 @@ class Daemon:
         # that window was long enough to be seen).
         self.reconcile()
         self._refresh_backlog(force=True)
+        if self._backlog[0] >= search_defer_min_backlog():
+            store.defer_search_index()
         self._store_ready.set()
         self.migration = None
         if server is None:
@@ -478,11 +502,7 @@ class Daemon:
             paths, dirs = self.dirty.take()
             for d in dirs:
                 self._scan_dir(d)
-            for p in paths:
-                for spec in self.classify(p):
-                    # A database woken by a -shm read mark (ours included) finds
-                    # nothing new in its round: data_version did not move.
-                    self.pending.setdefault(spec.path, spec)
+            self._queue_appended(paths)
             self._requeue_retries()
             if self.pending and self.store_errors.waiting():
                 # The last commit failed (the disk full): nothing is read until the next
@@ -504,6 +524,8 @@ class Daemon:
                 self._refresh_backlog(force=True)
             if not self._initial_done:
                 self._initial_done = True
+                self.components.store.end_search_deferral()
+                self._release_backfill_memory()
                 self.progress.live_since = time.time()
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
@@ -511,7 +533,7 @@ class Daemon:
                 # The search index of the events stored before it existed: one chunk
                 # (its own transaction) at a time, when no file is waiting.
                 try:
-                    self.components.store.build_search_step(
+                    more = self.components.store.build_search_step(
                         int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
                     )
                 except STORE_WRITE_ERRORS as exc:
@@ -520,6 +542,8 @@ class Daemon:
                                 retry_in_s=delay, failures=self.store_errors.count)
                 else:
                     self._wal_dirty = True
+                    if not more:
+                        self._release_backfill_memory()  # what the build held, too
                 continue
             wake_at = min([next_reconcile, next_root_check, *(t for t, _ in self.retry.values())])
             if self.store_errors.waiting():
@@ -536,6 +560,37 @@ class Daemon:
                 timeout = min(timeout, self.notifier.watchdog_every)
             self.dirty.wakeup.wait(max(0.0, timeout))
 
+    def _release_backfill_memory(self) -> None:
+        """Live: what the backfill freed goes back to the OS (system/memory.py), so the
+        live daemon's RSS is its working set, not the backfill's peak."""
+        self.components.store.shrink_cache()
+        release_freed_memory()
+        log.info("memory_released", rss=rss_bytes())
+
+    def _queue_appended(self, paths: set[str]) -> None:
+        """Files the watcher saw written go to the front of the queue, ahead of any
+        backfill, and are committed on their own (see _work)."""
+        urgent: list[str] = []
+        for p in paths:
+            for spec in self.classify(p):
+                # A database woken by a -shm read mark (ours included) finds nothing new
+                # in its round: data_version did not move.
+                self.pending.setdefault(spec.path, spec)
+                urgent.append(spec.path)
+        for path in reversed(urgent):
+            self.pending.move_to_end(path, last=False)
+        if urgent:
+            self._urgent = set(urgent)
+            self._appends_at = time.monotonic()
+
+    def _round_budget(self) -> tuple[int, int]:
+        """A file round's budget (here and in the workers) and a batch's events: during
+        a backfill with live appends (in the last few seconds), small, so an append
+        waits for little parsing and a short commit, not a backfill's."""
+        if time.monotonic() - self._appends_at < APPENDS_RECENT_S:
+            return LIVE_ROUND_BUDGET_BYTES, LIVE_BATCH_EVENTS
+        return FILE_BUDGET_BYTES, self.cfg.batch_max_events
+
     def _requeue_retries(self) -> None:
         now = time.monotonic()
         for path, (due, spec) in list(self.retry.items()):
@@ -550,36 +605,60 @@ class Daemon:
 
     def _work(self) -> None:
         """One round over the pending files, committing as batches fill up. During a
-        large backfill, file rounds are also handed to worker processes."""
+        large backfill, file rounds are also handed to worker processes. Files just
+        appended to come first (``_queue_appended``) and are committed together before
+        anything else is read or committed: a live line never waits for a backfill's
+        batch; and new appends during the round end it, so they go first in the next."""
         ingestor = self.components.ingestor
         self.backfill.begin_round(self.pending, self.backlog_bytes, ingestor)
         batch = Batch()
         deadline = time.monotonic() + self.cfg.batch_max_delay
+        urgent, self._urgent = self._urgent, set()
+        budget, max_events = self._round_budget()
+        self.backfill.budget_bytes = budget  # the workers' rounds too
         for path in list(self.pending):
             if self.stop_event.is_set():
                 break
             if path not in self.pending:
                 continue
-            self.backfill.collect()  # may finish (and un-queue) files of this list
+            if urgent and path not in urgent:
+                urgent = set()
+                committed = self._commit(batch)  # the appends, on their own
+                batch = Batch()
+                deadline = time.monotonic() + self.cfg.batch_max_delay
+                if not committed:
+                    break  # the disk is full: wait (the loop) before reading more
+            if not urgent:
+                if self.dirty and time.monotonic() - self._progress_at < BACKFILL_PROGRESS_S:
+                    break  # fresh appends: the next round takes them first
+                collected = self.backfill.rounds_in_workers
+                self.backfill.collect()  # may finish (and un-queue) files of this list
+                if self.backfill.rounds_in_workers != collected:
+                    self._progress_at = time.monotonic()
             spec = self.pending.get(path)
-            if spec is None or not self.backfill.place(spec, ingestor):
+            mine = path in urgent and not self.backfill.holds(path)
+            if spec is None or not (mine or self.backfill.place(spec, ingestor)):
                 continue
-            rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
+            if mine:  # the appended file itself: a whole round, committed at once
+                rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
+            else:
+                rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__)
+                self._progress_at = time.monotonic()
             if rnd.retry_after is not None:
                 # Locked by its writer: try again soon, without holding up the loop.
                 self.pending.pop(path, None)
                 self.retry[path] = (time.monotonic() + rnd.retry_after, spec)
                 continue
             self._account(path, rnd)
-            if len(batch.events) >= self.cfg.batch_max_events or time.monotonic() >= deadline:
+            if urgent:
+                continue
+            if len(batch.events) >= max_events or time.monotonic() >= deadline:
                 committed = self._commit(batch)
                 batch = Batch()
                 deadline = time.monotonic() + self.cfg.batch_max_delay
                 self.notifier.watchdog_if_due()
                 if not committed:
                     break  # the disk is full: wait (the loop) before reading more
-                if self.dirty:
-                    break  # let fresh appends in live files jump the backfill queue
         self._commit(batch)
         self.backfill.end_round(self.pending, stopping=self.stop_event.is_set())
 
@@ -673,10 +752,13 @@ class Daemon:
     def backlog_bytes(self) -> int:
         """Bytes still to read: known cursors' lag, or during the first catch-up the
         reconcile's total less what is done (new files have no cursor yet)."""
-        lag = self.components.ingestor.pending_bytes()
-        if not self._initial_done:
-            lag = max(lag, self.progress.bytes_total - self.progress.bytes_done)
-        return lag
+        ingestor = self.components.ingestor
+        if self._initial_done:
+            # Once live, a file with bytes to read is queued (the watcher or the
+            # reconcile put it there) or waiting to be retried: only those are summed.
+            return ingestor.pending_bytes([*self.pending, *self.retry])
+        lag = ingestor.pending_bytes()
+        return max(lag, self.progress.bytes_total - self.progress.bytes_done)
 
     def state(self) -> str:
         return "live" if self._initial_done and not self.pending else "catching_up"

@@ -2,8 +2,9 @@
 and ratios; docs/performance.md records them with the command that made them.
 
     .venv/bin/python bench/run.py backfill [--copies 20] [--repeats 3] [--scan both]
+        (beside agentsview's sync: `make bench-deps` installs it)
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
-    .venv/bin/python bench/run.py latency [--files 20] [--appends 50]
+    .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py cli [--runs 30]
     .venv/bin/python bench/run.py startup --store DIR [--repeats 3]   (DIR: data/ and home/)
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -191,51 +193,159 @@ def make_home(copies: int, base: Path) -> Path:
     return home
 
 
+def agentsview_binary() -> Path | None:
+    """agentsview's Go binary, from its wheel in this venv (`make bench-deps`)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("agentsview")
+    if spec is not None and spec.submodule_search_locations:
+        exe = Path(next(iter(spec.submodule_search_locations))) / "bin" / "agentsview"
+        if exe.is_file():
+            return exe
+    found = shutil.which("agentsview")
+    return Path(found) if found else None
+
+
+def agentsview_sync(exe: Path, home: Path) -> tuple[float, float]:
+    """One cold `agentsview sync` of the home into a fresh data dir, in the foreground
+    (no background server); (wall seconds, CPU seconds of the process and its threads)."""
+    data = Path(tempfile.mkdtemp(prefix="asv-", dir="/tmp"))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "AGENTSVIEW_DATA_DIR": str(data),
+        "AGENTSVIEW_NO_DAEMON": "1",  # a one-shot offline sync, as its --help says
+        "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
+        "AGENTSVIEW_NO_BROWSER": "1",
+        "XDG_CONFIG_HOME": str(data / "cfg"),
+    }
+    try:
+        before = os.times()
+        t0 = time.perf_counter()
+        subprocess.run([str(exe), "sync"], env=env, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        after = os.times()
+        return wall, (after.children_user - before.children_user
+                      + after.children_system - before.children_system)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@dataclass
+class BackfillRun:
+    to_live: float  # from process start until status says live
+    ready_to_live: float  # from the socket's first answer until live
+    events: int
+    peak_daemon_mb: float  # the daemon process's own VmHWM
+    peak_worker_mb: float
+    peak_together_mb: float  # sampled every 20 ms
+    live_rss_mb: float  # the daemon's RSS once live and settled
+    search_ready: float | None  # from process start until the search index is complete
+    cpu: float  # the daemon process's CPU to live (workers not included)
+
+
+def daemon_backfill(home: Path, scan: bool, settle: float) -> BackfillRun:
+    d = Daemon(home, {"AGENTSRC_SCAN": "1" if scan else "0"})
+    try:
+        t0 = d.start()
+        st = d.wait_live(poll=0.02)
+        live = time.perf_counter()
+        cpu = d.cpu_seconds()
+        search_ready = None
+        while time.perf_counter() - live < 120:
+            d.sample_memory()
+            if d.call("status")["search_index"]["state"] == "ready":
+                search_ready = time.perf_counter() - t0
+                break
+            time.sleep(0.05)
+        settle_until = time.perf_counter() + settle
+        while time.perf_counter() < settle_until:
+            d.sample_memory()
+            time.sleep(0.05)
+        assert d.proc is not None
+        return BackfillRun(
+            to_live=live - t0,
+            ready_to_live=live - (d.ready_at or t0),
+            events=st["events"],
+            peak_daemon_mb=d.peak_rss_mb(),
+            peak_worker_mb=getattr(d, "children_peak_kb", 0) / 1024,
+            peak_together_mb=getattr(d, "total_peak_kb", 0) / 1024,
+            live_rss_mb=d._status_kb(d.proc.pid, "VmRSS") / 1024,
+            search_ready=search_ready,
+            cpu=cpu,
+        )
+    finally:
+        d.stop()
+
+
 def bench_backfill(args: argparse.Namespace) -> None:
+    """The cold backfill beside agentsview's `sync` of the same home and the parse floor,
+    in the same run, the order alternating from one repeat to the next."""
     base = Path(args.workdir)
     base.mkdir(parents=True, exist_ok=True)
     home = make_home(args.copies, base)
     size = sum(p.stat().st_size for p in jsonl_files(home))
     print(f"backfill: {args.copies} copies of the corpus + one 50 MB line: {size / 1e6:.0f} MB of JSONL")
+    exe = None if args.no_agentsview else agentsview_binary()
+    if exe is None and not args.no_agentsview:
+        sys.exit("agentsview not installed: `make bench-deps` (or --no-agentsview)")
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.scan]
     parse_times: list[float] = []
-    runs: dict[bool, list[tuple[float, float, int, float, float, float]]] = {m: [] for m in modes}
+    av_times: list[tuple[float, float]] = []
+    runs: dict[bool, list[BackfillRun]] = {m: [] for m in modes}
     for r in range(args.repeats):
-        pt, _ = plain_parse(home)
-        parse_times.append(pt)
-        for scan in modes:
-            d = Daemon(home, {"AGENTSRC_SCAN": "1" if scan else "0"})
-            try:
-                t0 = d.start()
-                st = d.wait_live(poll=0.02)
-                live = time.perf_counter()
-                elapsed = live - t0
-                runs[scan].append((elapsed, d.peak_rss_mb(), st["events"],
-                                   getattr(d, "children_peak_kb", 0) / 1024,
-                                   getattr(d, "total_peak_kb", 0) / 1024,
-                                   live - (d.ready_at or t0)))
-            finally:
-                d.stop()
-        print(f"  repeat {r + 1}: parse {pt:.2f}s; " + "; ".join(
-            f"daemon scan={'on' if s else 'off'} {runs[s][-1][0]:.2f}s rss {runs[s][-1][1]:.0f} MB"
-            for s in modes))
+        subjects: list[Any] = ["parse", *(["agentsview"] if exe else []), *modes]
+        if r % 2:
+            subjects.reverse()
+        for subject in subjects:
+            if subject == "parse":
+                parse_times.append(plain_parse(home)[0])
+            elif subject == "agentsview":
+                assert exe is not None
+                av_times.append(agentsview_sync(exe, home))
+            else:
+                runs[subject].append(daemon_backfill(home, subject, args.settle))
+        line = f"  repeat {r + 1}: parse {parse_times[-1]:.2f}s"
+        if av_times:
+            line += f"; agentsview sync {av_times[-1][0]:.2f}s (CPU {av_times[-1][1]:.1f}s)"
+        for s in modes:
+            x = runs[s][-1]
+            line += (f"; daemon scan={'on' if s else 'off'} {x.to_live:.2f}s to live"
+                     f" ({x.ready_to_live:.2f}s from the socket), search index "
+                     + (f"{x.search_ready:.2f}s" if x.search_ready is not None else "not ready")
+                     + f", live RSS {x.live_rss_mb:.0f} MB, peak together {x.peak_together_mb:.0f} MB")
+        print(line, flush=True)
     parse = statistics.median(parse_times)
     print(f"plain orjson parse: median {parse:.2f}s = {size / 1e6 / parse:.0f} MB/s")
+    av = statistics.median(t for t, _ in av_times) if av_times else None
+    if av is not None:
+        print(f"agentsview {args.agentsview_version} sync: median {av:.2f}s "
+              f"(CPU {statistics.median(c for _, c in av_times):.1f}s), "
+              f"{av / parse:.2f}x the parse")
     results: dict[bool, float] = {}
     for scan in modes:
-        t = statistics.median(x[0] for x in runs[scan])
-        backfill_only = statistics.median(x[5] for x in runs[scan])
+        xs = runs[scan]
+        t = statistics.median(x.to_live for x in xs)
+        from_socket = statistics.median(x.ready_to_live for x in xs)
         results[scan] = t
-        rss = max(x[1] for x in runs[scan])
-        worker = max(x[3] for x in runs[scan])
-        together = max(x[4] for x in runs[scan])
+        ready = [x.search_ready for x in xs if x.search_ready is not None]
         print(
             f"daemon cold backfill, scanning {'on' if scan else 'off'}: median {t:.2f}s = "
-            f"{size / 1e6 / t:.1f} MB/s, {runs[scan][0][2]} events, ratio to parse {t / parse:.2f}x "
-            f"(from the socket answering to live, without interpreter start-up: "
-            f"{backfill_only:.2f}s, {backfill_only / parse:.2f}x); "
-            f"peak RSS: daemon {rss:.0f} MB, worker {worker:.0f} MB, "
-            f"all processes at once (sampled every 20 ms) {together:.0f} MB"
+            f"{size / 1e6 / t:.1f} MB/s, {xs[0].events} events, "
+            f"{t / parse:.2f}x the parse (from the socket answering to live: {from_socket:.2f}s, "
+            f"{from_socket / parse:.2f}x)"
+            + (f"; agentsview / daemon {av / t:.2f}x" if av is not None else "")
+            + (f"; search index complete at a median {statistics.median(ready):.2f}s" if ready else "")
+            + f"; daemon CPU to live {statistics.median(x.cpu for x in xs):.1f}s"
+        )
+        print(
+            f"  memory: peak RSS daemon {max(x.peak_daemon_mb for x in xs):.0f} MB, "
+            f"worker {max(x.peak_worker_mb for x in xs):.0f} MB, all processes at once "
+            f"(sampled every 20 ms) {max(x.peak_together_mb for x in xs):.0f} MB; "
+            f"RSS once live ({args.settle:.0f} s after the search index): median "
+            f"{statistics.median(x.live_rss_mb for x in xs):.0f} MB, max "
+            f"{max(x.live_rss_mb for x in xs):.0f} MB"
         )
     if True in results and False in results:
         print(f"scanning on / off: {results[True] / results[False]:.2f}x")
@@ -265,20 +375,44 @@ def bench_backfill_index(args: argparse.Namespace) -> None:
 
 
 def bench_latency(args: argparse.Namespace) -> None:
+    """Append -> subscriber. With --backfill-copies N the home also holds N copies of
+    the corpus (hard links to make_home's), so the appends land while the daemon
+    backfills them: the load of a big first catch-up."""
     base = Path(tempfile.mkdtemp(prefix="asl-"))
     home = base / "home"
-    proj = home / ".claude" / "projects" / "-bench-latency"
+    if args.bigstore:
+        # A store built by bench/bigstore.py: its home used in place (the store's paths
+        # are absolute), its database copied (a daemon writes what it opens).
+        home = Path(args.bigstore) / "home"
+    elif args.backfill_copies:
+        shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
+                        copy_function=os.link)
+    proj = home / ".claude" / "projects" / f"-bench-latency-{os.getpid()}"
     proj.mkdir(parents=True)
+    base_proj = proj if args.bigstore else base
     files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
     for f in files:
         f.write_bytes(b"")
     d = Daemon(home)
+    if args.bigstore:
+        data = d.dir / "data"
+        data.mkdir(mode=0o700, parents=True)
+        for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
+            src = Path(args.bigstore) / "data" / name
+            if src.exists():
+                shutil.copyfile(src, data / name)
+                os.chmod(data / name, 0o600)
     latencies: list[float] = []
     sent: dict[str, float] = {}
     lock = threading.Lock()
+    during_backfill = 0
+    live_events = 0
     try:
         d.start()
-        d.wait_live()
+        if args.backfill_copies and not args.bigstore:
+            wait_for_events(d, 1000)  # the backfill is under way
+        else:
+            live_events = d.wait_live(poll=0.5)["events"]
         done = threading.Event()
         expected = args.files * args.appends
         ready = threading.Event()
@@ -297,6 +431,9 @@ def bench_latency(args: argparse.Namespace) -> None:
                         t = sent.pop(text, None)
                     if t is not None:
                         latencies.append(now - t)
+                        if args.backfill_copies and len(latencies) == expected:
+                            nonlocal during_backfill
+                            during_backfill = d.call("status")["state"] == "catching_up"
                     if len(latencies) >= expected:
                         done.set()
                         return
@@ -331,14 +468,31 @@ def bench_latency(args: argparse.Namespace) -> None:
     finally:
         d.stop()
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(base_proj, ignore_errors=True)
     latencies.sort()
     n = len(latencies)
     p50 = latencies[n // 2] * 1000
     p99 = latencies[min(n - 1, int(n * 0.99))] * 1000
+    load = ""
+    if args.bigstore:
+        load = f", on a copy of {args.bigstore} ({live_events} events)"
+    elif args.backfill_copies:
+        load = (f", during the cold backfill of {args.backfill_copies} copies of the corpus"
+                f" (still catching up at the last: {'yes' if during_backfill else 'no'})")
     print(
-        f"latency append -> subscriber, {args.files} files appended concurrently, {n} events: "
-        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+        f"latency append -> subscriber, {args.files} files appended concurrently, {n} events"
+        f"{load}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
     )
+
+
+def wait_for_events(d: Daemon, n: int) -> None:
+    while True:
+        try:
+            if d.call("status")["events"] >= n:
+                return
+        except DaemonNotRunning:
+            pass
+        time.sleep(0.05)
 
 
 def bench_idle(args: argparse.Namespace) -> None:
@@ -630,6 +784,10 @@ def main() -> None:
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--scan", choices=["off", "on", "both"], default="both")
     b.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    b.add_argument("--settle", type=float, default=5.0,
+                   help="seconds after the search index is complete before the live RSS")
+    b.add_argument("--no-agentsview", action="store_true")
+    b.add_argument("--agentsview-version", default="0.46.1", help=argparse.SUPPRESS)
     bi = sub.add_parser("backfill-index")
     bi.add_argument("--copies", type=int, default=5)
     bi.add_argument("--repeats", type=int, default=4)
@@ -637,6 +795,11 @@ def main() -> None:
     lat = sub.add_parser("latency")
     lat.add_argument("--files", type=int, default=20)
     lat.add_argument("--appends", type=int, default=50)
+    lat.add_argument("--backfill-copies", type=int, default=0,
+                     help="append while the daemon backfills this many copies of the corpus")
+    lat.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    lat.add_argument("--bigstore", default="",
+                     help="a bench/bigstore.py store (its dir: data/ and home/): append on top of a copy")
     idle = sub.add_parser("idle")
     idle.add_argument("--files", type=int, default=500)
     idle.add_argument("--seconds", type=float, default=60)
@@ -663,8 +826,9 @@ def main() -> None:
 
         bench_size(args)
     elif args.cmd == "all":
-        bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench"))
-        bench_latency(argparse.Namespace(files=20, appends=50))
+        bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench",
+                                          settle=5.0, no_agentsview=False, agentsview_version="0.46.1"))
+        bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore=""))
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,

@@ -216,6 +216,54 @@ def test_an_existing_store_is_indexed_in_resumable_chunks(tmp_path: Path) -> Non
     s.close()
 
 
+def _index_rows(db: Path) -> list[tuple[int, str]]:
+    """What the index holds, as (rowid, the tokens an instance of each term maps to)."""
+    conn = apsw.Connection(str(db))
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.v USING fts5vocab(main, search_index, instance)")
+    rows = [(int(d), str(t)) for d, t in conn.execute("SELECT doc, term FROM temp.v ORDER BY doc, term, offset")]
+    conn.close()
+    return rows
+
+
+def test_a_deferred_index_is_built_after_the_backfill_the_same(tmp_path: Path) -> None:
+    """A cold backfill leaves its events to the build (Store.defer_search_index); built,
+    the index holds exactly what indexing in every commit holds, a revision and a
+    title included, and an event committed after the deferral ended is indexed by its
+    commit."""
+
+    def fill(s: Store) -> None:
+        commit(s, ev("prompt", "deploy the RateLimiter", key="p1"), ev("command", "make test"),
+               facts=[E.SessionFacts("codex:s1", "codex", "s1", title="deploy day")])
+        commit(s, ev("message", "short", key="m1"), ev("read", "/src/rate_limiter.py"))
+        commit(s, ev("message", "short and longer", key="m1", revision=2))
+
+    inline = Store(tmp_path / "inline")
+    fill(inline)
+    commit(inline, ev("prompt", "after live", key="late"))
+    inline.close()
+
+    s = Store(tmp_path / "deferred")
+    r = Reader(tmp_path / "deferred")
+    assert s.defer_search_index() is True
+    fill(s)
+    assert ids(r, "deploy") == [None]  # the title only: indexed by its commit
+    assert r.search_progress() == {"state": "building", "indexed_upto": 0, "target": 4}
+    s.close()  # killed during the backfill: the backlog is in the store
+    s = Store(tmp_path / "deferred")
+    assert s.search_backlog() and s.defer_search_index() is False  # a build is pending
+    s.end_search_deferral()
+    commit(s, ev("prompt", "after live", key="late"))
+    assert ids(r, "after live") == [6]  # (id 5 went to the ignored revision row)
+    while s.build_search_step(chunk=2):
+        pass
+    assert r.search_progress() == {"state": "ready", "indexed_upto": 4, "target": 4}
+    assert ids(r, "rate limiter", order="recent") == [4, 1]
+    assert ids(r, "longer") == [3]
+    s.close()
+    built = _index_rows(tmp_path / "deferred")
+    assert len(built) == 17 and built == _index_rows(tmp_path / "inline")
+
+
 def test_session_turns_read_back_step_by_step(store: Store, tmp_path: Path) -> None:
     def call(cid: str, tool: str, **inp: Any) -> E.Event:
         e = ev("tool_call", call_id=cid, tool=tool, turn_id=turn)

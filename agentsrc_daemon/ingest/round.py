@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -219,20 +219,34 @@ class Ingestor:
             return st.st_size != c.offset or st.st_mtime_ns != c.mtime_ns
         return st.st_size != c.size or st.st_mtime_ns != c.mtime_ns
 
-    def pending_bytes(self) -> int:
+    def pending_bytes(self, paths: Iterable[str] | None = None) -> int:
+        """The bytes left to read in every known file, or only in ``paths`` (a live
+        daemon asks about its queue: a sum over 40,000 cursors costs 90 ms)."""
+        if paths is None:
+            cursors: Iterable[Cursor] = self.cursors.values()
+        else:
+            cursors = (c for c in map(self.cursors.get, paths) if c is not None)
         return sum(
             max(0, (c.size or 0) - c.offset)
-            for c in self.cursors.values()
+            for c in cursors
             if c.mode == sources.JSONL and c.gone_at is None
         )
 
     # ---- one file ----------------------------------------------------------------
 
-    def ingest(self, spec: sources.SourceSpec, batch: Batch, budget_bytes: int) -> FileRound:
+    def ingest(
+        self,
+        spec: sources.SourceSpec,
+        batch: Batch,
+        budget_bytes: int,
+        stop: Callable[[], bool] | None = None,
+    ) -> FileRound:
+        """One round of a source. A JSONL round ends early, after a line, once ``stop()``
+        says so."""
         cursor = self.cursor_for(spec)
         cursor.load_state()  # decoded only for files read (see Cursor.state_json)
         if spec.mode == sources.JSONL:
-            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes)
+            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes, stop)
         elif spec.mode == sources.DOCUMENT:
             rnd = self._ingest_document(spec, cursor, batch)
         elif spec.mode == sources.SQLITE:
@@ -251,7 +265,12 @@ class Ingestor:
         return rnd
 
     def _ingest_jsonl(
-        self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch, budget: int
+        self,
+        spec: sources.SourceSpec,
+        cursor: Cursor,
+        batch: Batch,
+        budget: int,
+        stop: Callable[[], bool] | None = None,
     ) -> FileRound:
         adapter = self.adapters[spec.adapter]
         rnd = FileRound(spec.path)
@@ -285,6 +304,7 @@ class Ingestor:
             budget_bytes=budget,
             max_line_bytes=self.max_line_bytes,
             defer_big_lines=self.defer_big_lines,
+            stop=stop,
         )
         rnd.deferred = result.deferred
         rnd.reset = result.reset

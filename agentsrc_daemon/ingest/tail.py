@@ -120,10 +120,12 @@ def read_new_lines(
     budget_bytes: int,
     max_line_bytes: int,
     defer_big_lines: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> ReadResult:
     """Read complete lines after ``cursor.offset``, call ``on_line`` for each decoded
     object, and advance the cursor (in memory; the caller commits it with the events).
-    Reads at most about ``budget_bytes`` (always finishing at least one line)."""
+    Reads at most about ``budget_bytes`` (always finishing at least one line); ends
+    early, after a line, once ``stop()`` says so (an append waits: see daemon._work)."""
     result = ReadResult()
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -154,6 +156,7 @@ def read_new_lines(
             budget=budget_bytes,
             max_line=max_line_bytes,
             defer_big=defer_big_lines,
+            stop=stop,
         ).run()
         refresh_head(fd, cursor)
     finally:
@@ -215,8 +218,10 @@ class _LineReader:
         budget: int,
         max_line: int,
         defer_big: bool,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
         self.fd = fd
+        self.stop = stop
         self.cursor = cursor
         self.on_line = on_line
         self.result = result
@@ -231,8 +236,11 @@ class _LineReader:
         self.line_consumed = False
 
     def run(self) -> None:
+        # A budget under a chunk reads in pieces of its size: a small round (while
+        # appends wait, see daemon._round_budget) parses about that much, not a chunk.
+        want = min(CHUNK_BYTES, max(self.budget, 1))
         while not (self.line_consumed and self.read_total >= self.budget):
-            chunk = os.pread(self.fd, CHUNK_BYTES, self.window.end)
+            chunk = os.pread(self.fd, want, self.window.end)
             if not chunk:
                 return  # EOF: a partial line stays in the file for later
             self.read_total += len(chunk)
@@ -272,6 +280,9 @@ class _LineReader:
                     return False
                 case framing.Line(start, end):
                     self._take_line(start, end, over_cap=False)
+                    if self.stop is not None and self.stop():
+                        self.result.more = True
+                        return False
                 case framing.TooLong(start, int() as end):
                     self._take_line(start, end, over_cap=True)
                 case framing.TooLong(_, None):

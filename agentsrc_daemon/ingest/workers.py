@@ -40,6 +40,9 @@ IN_FLIGHT_PER_WORKER = 3
 # The daemon's thread also commits everything, so it parses only a share of the rounds:
 # with one worker, about one round in three (it waits for the workers otherwise).
 MAIN_SHARE_INVERSE = 2
+# How long the daemon's thread waits for a worker's round at a time: short, so an append
+# (which the thread notices between waits) is not held up behind it.
+WAIT_S = 0.02
 # Which source modes a worker reads (not databases: see place()).
 WORKER_MODES = frozenset({sources.JSONL, sources.DOCUMENT, sources.MEMORY})
 
@@ -263,10 +266,14 @@ class BackfillScheduler:
                 return False
             worker_rounds = self.rounds_in_workers + len(pool.in_flight)
             if self.rounds_here * MAIN_SHARE_INVERSE > worker_rounds * pool.size:
-                pool.wait_any(timeout=0.2)
+                pool.wait_any(timeout=WAIT_S)
                 return False
         self.rounds_here += 1
         return True
+
+    def holds(self, path: str) -> bool:
+        """A worker has a round of this file, or it waits for the workers to finish."""
+        return self.pool is not None and (path in self.pool.in_flight or path in self.deferred)
 
     def end_round(self, pending: Collection[str], stopping: bool) -> None:
         """After a round: collect what the workers finished (all of it when stopping)."""
@@ -275,7 +282,7 @@ class BackfillScheduler:
         if stopping or all(p in self.pool.in_flight or p in self.deferred for p in pending):
             # Nothing left for the daemon's thread: wait for the workers (briefly, so
             # the loop still pings the watchdog and notices file events).
-            self.pool.wait_any(timeout=0.2)
+            self.pool.wait_any(timeout=WAIT_S)
         self.collect(wait=stopping)
 
     def defer(self, path: str) -> None:

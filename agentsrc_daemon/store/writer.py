@@ -52,9 +52,12 @@ from .schema import (
 )
 from .search import INDEXED_KINDS, body_of, index_text
 
-# Events indexed per transaction by the index build (build_search_step).
-SEARCH_CHUNK_IDS = 20_000
+# Event ids indexed per transaction by the index build (build_search_step): about 60 ms
+# of work on a loaded 2-core machine, so an append waits for little while it runs.
+SEARCH_CHUNK_IDS = 5_000
 _INDEXED = frozenset(INDEXED_KINDS)
+# The writer's page cache once live (schema.WRITER_CACHE_KIB during a backfill).
+LIVE_CACHE_KIB = 2 * 1024
 
 _COUNTED_KINDS = {
     PROMPT: "prompts",
@@ -119,6 +122,7 @@ class Store:
         self._search_done, self._search_target = self._search_progress()
         # Off only to measure what the index costs (bench/run.py backfill-index).
         self._index_on = os.environ.get("AGENTSRC_SEARCH_INDEX", "1") != "0"
+        self._index_deferred = False  # see defer_search_index
 
     def close(self) -> None:
         self.conn.close()
@@ -135,6 +139,12 @@ class Store:
         finally:
             self.conn.setbusytimeout(BUSY_TIMEOUT_MS)
         return log_frames == 0
+
+    def shrink_cache(self) -> None:
+        """Once live: the page cache a backfill filled is freed and kept small after
+        (appends touch a few pages per commit; the OS keeps the file's pages cached)."""
+        self.conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
+        self.conn.execute("PRAGMA shrink_memory")
 
     # ---- cursors ---------------------------------------------------------------
 
@@ -252,7 +262,10 @@ class Store:
             tally: dict[str, _SessionTally] = {}
             inserted = self._insert_events(batch, tally)
             self._apply_tally(tally)
-            self._index_events(inserted.events)
+            if self._index_deferred:
+                self._extend_search_backlog(inserted.events)
+            else:
+                self._index_events(inserted.events)
             if inserted:
                 self.conn.execute(
                     "UPDATE counters SET value = value + ? WHERE name = 'events'",
@@ -344,6 +357,42 @@ class Store:
             self.conn.execute(
                 "INSERT INTO search_index(rowid, body) VALUES(?,?)", (-tid, index_text(title))
             )
+
+    def defer_search_index(self) -> bool:
+        """A cold backfill: from now on commits leave their events to the index build
+        (``build_search_step``, run once nothing is pending), which indexes them in
+        id-ranged chunks: the backfill does not pay for the index on the daemon's thread,
+        and the index is the same once built. Each commit moves the build's target in its
+        own transaction, so a crash leaves a backlog the next start builds. Only when no
+        build is pending (the chunks' high-water mark must cover every id before the
+        first deferred one). Returns whether the index is deferred."""
+        if not self._index_on or self._index_deferred or self.search_backlog():
+            return self._index_deferred
+        row = self.conn.execute(
+            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)"
+        ).fetchone()
+        last = int(row[0]) if row else 0
+        with self.conn:
+            self.conn.execute(
+                "UPDATE counters SET value=? WHERE name IN ('search_done', 'search_target')",
+                (last,),
+            )
+        self._search_done = self._search_target = last
+        self._index_deferred = True
+        return True
+
+    def end_search_deferral(self) -> None:
+        """Commits index their events again (the build still owes the deferred ones)."""
+        self._index_deferred = False
+
+    def _extend_search_backlog(self, events: list[tuple[int, Row]]) -> None:
+        """A deferred commit: its events join the build's backlog (ids only grow)."""
+        if not events:
+            return
+        last = events[-1][0]
+        if last > self._search_target:
+            self.conn.execute("UPDATE counters SET value=? WHERE name='search_target'", (last,))
+            self._search_target = last
 
     def search_backlog(self) -> bool:
         """Events stored before the search index existed that it does not hold yet."""

@@ -1,0 +1,72 @@
+"""Memory the daemon freed handed back to the OS once a backfill is over.
+
+A backfill leaves the heap full of holes: batches of thousands of events, a 50 MB
+line, the worker's results unpickled. Python and SQLite free it, but glibc's malloc
+keeps the freed pages of its heap and of each thread's arena for reuse, so the live
+daemon's RSS stays near the backfill's peak. ``malloc_trim(0)`` gives back every whole
+free page, in the main heap and in every arena. It is glibc's own function, reached
+through ctypes from the C library already loaded; elsewhere (macOS, musl) there is
+nothing to call and this is a no-op.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+from functools import cache
+from typing import Any
+
+
+@cache
+def _libc() -> Any:
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+
+
+def release_freed_memory() -> bool:
+    """Collect garbage, then hand the freed heap pages back to the OS. Returns whether
+    the C library could be asked (glibc)."""
+    gc.collect()
+    libc = _libc()
+    trim = getattr(libc, "malloc_trim", None) if libc is not None else None
+    if trim is None:
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    trim(0)
+    return True
+
+
+# mallopt's parameter for the number of arenas (glibc's malloc.h).
+_M_ARENA_MAX = -8
+ARENAS = 2
+
+
+def limit_arenas(arenas: int = ARENAS) -> bool:
+    """At most ``arenas`` malloc arenas. glibc gives each new thread an arena of its own
+    (up to eight per core): the server's thread per connection, each with its SQLite
+    connection, leaves freed pages scattered over arenas the main thread never reuses.
+    Called at start, before those threads exist. Returns whether glibc was asked."""
+    libc = _libc()
+    mallopt = getattr(libc, "mallopt", None) if libc is not None else None
+    if mallopt is None:
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_ARENA_MAX, arenas))
+
+
+def rss_bytes() -> int | None:
+    """This process's resident set size (Linux), for the log line after a release."""
+    try:
+        with open("/proc/self/statm") as fh:
+            pages = int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    import os
+
+    return pages * os.sysconf("SC_PAGE_SIZE")
