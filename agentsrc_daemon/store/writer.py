@@ -231,7 +231,21 @@ class Store:
 
     def commit(self, batch: Batch) -> Inserted:
         """Commit a batch in one transaction. Returns what was newly inserted (not
-        ignored as already known); ``Inserted.rows()`` shapes it for subscribers."""
+        ignored as already known); ``Inserted.rows()`` shapes it for subscribers.
+        A full disk or an I/O error is raised as itself, the transaction rolled back."""
+        try:
+            return self._commit(batch)
+        except apsw.SQLError as exc:
+            # SQLite may roll a transaction back by itself on SQLITE_FULL or SQLITE_IOERR
+            # (sqlite.org/lang_transaction.html#response_to_errors_within_a_transaction):
+            # the context manager's ROLLBACK then fails with "no transaction is active",
+            # hiding the error that matters.
+            cause = exc.__context__
+            if isinstance(cause, (apsw.FullError, apsw.IOError)) and self.conn.getautocommit():
+                raise cause from None
+            raise
+
+    def _commit(self, batch: Batch) -> Inserted:
         if batch.events:
             prepare(batch)
         with self.conn:
