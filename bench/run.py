@@ -6,6 +6,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
+    .venv/bin/python bench/run.py scale [--events 10000000] [--files 20000] [--repeats 50]
     .venv/bin/python bench/run.py all
 
 Machines here are noisy: each figure is a median of repeats, and ratios compare
@@ -32,6 +33,7 @@ import orjson
 from agentsrc_daemon.errors import DaemonNotRunning
 from agentsrc_daemon.rpc.client import Client
 
+import scale
 from replicate import replicate  # bench/ is this script's own directory: on the path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -545,6 +547,7 @@ def main() -> None:
     sk.add_argument("--files", type=int, default=10)
     sk.add_argument("--appends", type=int, default=30)
     sk.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    scale.add_parser(sub)
     sub.add_parser("all")
     args = ap.parse_args()
     if args.cmd == "all":
@@ -553,7 +556,8 @@ def main() -> None:
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
-         "latency": bench_latency, "idle": bench_idle, "sink": bench_sink}[args.cmd](args)
+         "latency": bench_latency, "idle": bench_idle, "sink": bench_sink,
+         "scale": scale.bench_scale}[args.cmd](args)
 
 
 if __name__ == "__main__":
