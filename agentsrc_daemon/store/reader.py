@@ -720,10 +720,14 @@ class Reader:
             sensitive = [
                 {"path": p, "reads": n, "sessions": ns, "last_ts": last, "findings": nf}
                 for p, n, ns, last, nf in self.conn.execute(
-                    "SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts),"
-                    " (SELECT COUNT(*) FROM events f WHERE f.kind = 'secret' AND (f.path = e.path"
-                    " OR EXISTS (SELECT 1 FROM json_each(f.data, '$.paths') j"
-                    " WHERE j.value = e.path))) FROM events e"
+                    # The findings per path counted once, not once per sensitive path (that
+                    # was every finding read for each one: quadratic in a long history).
+                    "WITH fp(id, p) AS (SELECT id, path FROM events WHERE kind = 'secret'"
+                    " AND path IS NOT NULL UNION SELECT f.id, j.value FROM events f,"
+                    " json_each(f.data, '$.paths') j WHERE f.kind = 'secret'),"
+                    " per_path AS MATERIALIZED (SELECT p, COUNT(*) n FROM fp GROUP BY p)"
+                    " SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts),"
+                    " COALESCE((SELECT n FROM per_path WHERE per_path.p = e.path), 0) FROM events e"
                     f" WHERE e.kind = 'sensitive_read' {since} GROUP BY e.path ORDER BY 2 DESC",
                     args,
                 )
