@@ -26,7 +26,7 @@ import bigstore
 
 PAGE_TARGET_MS = 20.0
 REPORT_TARGET_MS = 200.0
-CASE_BUDGET_S = 10.0  # at most this long repeating one case (at least 3 samples)
+CASE_BUDGET_S = 5.0  # at most this long repeating one case (at least 3 samples)
 DEEP_PAGES = 30  # pages followed through the cursor before a deep page is timed
 
 
