@@ -5,6 +5,7 @@ pages reached through the cursors. Prints p50 and p99 per case, bytes per event,
 whether each case meets its target (pages p99 < 20 ms, reports < 200 ms).
 
     .venv/bin/python bench/run.py scale [--events 10000000] [--files 20000] [--repeats 50]
+        [--store DIR: a build of another schema version, migrated on the copy]
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from agentsrc_daemon.rpc.client import Client
 
@@ -178,7 +181,12 @@ def p99(times: list[float]) -> float:
 
 
 def bench_scale(args: argparse.Namespace) -> None:
-    store = bigstore.build(Path(args.out), args.events, args.files)
+    if args.store:
+        # A build of another schema (the same store before and after a migration): the
+        # daemon migrates the copy it is given.
+        store = bigstore.BigStore(**orjson.loads((Path(args.store) / "meta.json").read_bytes()))
+    else:
+        store = bigstore.build(Path(args.out), args.events, args.files)
     work = Path(tempfile.mkdtemp(prefix="scale-", dir=args.workdir))
     try:
         t0 = time.perf_counter()
@@ -219,4 +227,5 @@ def add_parser(sub: Any) -> None:
     sc.add_argument("--files", type=int, default=20_000)
     sc.add_argument("--out", default=str(bigstore.DEFAULT_OUT))
     sc.add_argument("--repeats", type=int, default=50)
+    sc.add_argument("--store", default=None, help="a build's directory (bigstore.py), whatever its schema")
     sc.add_argument("--workdir", default=None, help="where the copy of the store goes (default: beside it)")
