@@ -380,6 +380,7 @@ def build(out: Path, events: int, files: int, corpus: Path = CORPUS, say: bool =
     if done is not None:
         return done
     t0 = time.perf_counter()
+    commit = _commit_id()  # the code that builds it, as it is now
     bdir = out / build_key(events, files)
     shutil.rmtree(bdir, ignore_errors=True)
     home, data = bdir / "home", bdir / "data"
@@ -446,7 +447,7 @@ def build(out: Path, events: int, files: int, corpus: Path = CORPUS, say: bool =
     wal = Path(str(db) + "-wal")
     meta = BigStore(
         dir=str(bdir), home=str(home), data_dir=str(data), generator_version=GENERATOR_VERSION,
-        schema_version=SCHEMA_VERSION, commit=_commit_id(), copies=copies, events=check["events"],
+        schema_version=SCHEMA_VERSION, commit=commit, copies=copies, events=check["events"],
         sessions=check["sessions"], files=check["files"],
         files_gone=check["files_gone"], db_bytes=db.stat().st_size,
         wal_bytes=wal.stat().st_size if wal.exists() else 0,
@@ -483,16 +484,17 @@ def find(out: Path, events: int, files: int) -> BigStore | None:
 
 
 def checkout(store: BigStore, dest: Path) -> Path:
-    """A private copy of the build's data dir (the database and its WAL) in ``dest``, for
+    """A private copy of the build's data dir (the database, its WAL, the hash key) in ``dest``, for
     a daemon to open with the build's home; returns the data dir. Open it, not the
     cache: a daemon migrates and writes the database it is given."""
     data = dest / "data"
     data.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for suffix in ("", "-wal"):
-        src = Path(str(store.db_path) + suffix)
+    # The secret scanner's hash key too: findings made later hash values as the store's did.
+    for name in (DB_NAME, DB_NAME + "-wal", "hash.key"):
+        src = Path(store.data_dir) / name
         if src.exists():
-            shutil.copyfile(src, data / (DB_NAME + suffix))
-            os.chmod(data / (DB_NAME + suffix), 0o600)
+            shutil.copyfile(src, data / name)
+            os.chmod(data / name, 0o600)
     return data
 
 
