@@ -208,9 +208,15 @@ class Reader:
         key = self.SESSION_SORTS[sort]
         if after is not None:
             where.add(f"({key} < ? OR ({key} = ? AND id > ?))", after[0], after[0], after[1])
+        # Each sort key has an index (schema 8): a page is a walk of LIMIT rows. A filter
+        # that few sessions match (a model, a time range) would walk the whole index
+        # looking them up one by one: there, scanning the sessions and sorting those that
+        # match is cheaper (measured at 32,000 sessions: 17-33 ms against 390 ms), and
+        # the unary + keeps SQLite from ordering by the index.
+        order = f"+{key}" if (model or since_ts or until_ts or search) else key
         sql = (
             f"SELECT {SESSION_COLUMNS}, {key} FROM sessions{where.sql()}"
-            f" ORDER BY {key} DESC, id LIMIT ?"
+            f" ORDER BY {order} DESC, id LIMIT ?"
         )
         with self.snapshot():
             rows = list(self.conn.execute(sql, [*where.args, limit]))
