@@ -10,6 +10,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py startup --store DIR [--repeats 3]   (DIR: data/ and home/)
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
     .venv/bin/python bench/run.py size [--copies 5] [--baseline main]
+    .venv/bin/python bench/run.py scale [--events 10000000] [--files 20000] [--repeats 50]
     .venv/bin/python bench/run.py all
 
 Machines here are noisy: each figure is a median of repeats, and ratios compare
@@ -37,6 +38,7 @@ import orjson
 from agentsrc_daemon.errors import DaemonNotRunning
 from agentsrc_daemon.rpc.client import Client
 
+import scale
 from replicate import replicate  # bench/ is this script's own directory: on the path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -819,6 +821,7 @@ def main() -> None:
     sz.add_argument("--copies", type=int, default=5)
     sz.add_argument("--baseline", default="main")
     sz.add_argument("--workdir", default="/tmp/agentsrc-bench-size")
+    scale.add_parser(sub)
     sub.add_parser("all")
     args = ap.parse_args()
     if args.cmd == "size":
@@ -833,7 +836,7 @@ def main() -> None:
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
          "latency": bench_latency, "idle": bench_idle, "sink": bench_sink, "cli": bench_cli,
-         "startup": bench_startup}[args.cmd](args)
+         "startup": bench_startup, "scale": scale.bench_scale}[args.cmd](args)
 
 
 if __name__ == "__main__":

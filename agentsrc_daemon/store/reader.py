@@ -208,9 +208,15 @@ class Reader:
         key = self.SESSION_SORTS[sort]
         if after is not None:
             where.add(f"({key} < ? OR ({key} = ? AND id > ?))", after[0], after[0], after[1])
+        # Each sort key has an index (schema 8): a page is a walk of LIMIT rows. A filter
+        # that few sessions match (a model, a time range) would walk the whole index
+        # looking them up one by one: there, scanning the sessions and sorting those that
+        # match is cheaper (measured at 32,000 sessions: 17-33 ms against 390 ms), and
+        # the unary + keeps SQLite from ordering by the index.
+        order = f"+{key}" if (model or since_ts or until_ts or search) else key
         sql = (
             f"SELECT {SESSION_COLUMNS}, {key} FROM sessions{where.sql()}"
-            f" ORDER BY {key} DESC, id LIMIT ?"
+            f" ORDER BY {order} DESC, id LIMIT ?"
         )
         with self.snapshot():
             rows = list(self.conn.execute(sql, [*where.args, limit]))
@@ -720,10 +726,14 @@ class Reader:
             sensitive = [
                 {"path": p, "reads": n, "sessions": ns, "last_ts": last, "findings": nf}
                 for p, n, ns, last, nf in self.conn.execute(
-                    "SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts),"
-                    " (SELECT COUNT(*) FROM events f WHERE f.kind = 'secret' AND (f.path = e.path"
-                    " OR EXISTS (SELECT 1 FROM json_each(f.data, '$.paths') j"
-                    " WHERE j.value = e.path))) FROM events e"
+                    # The findings per path counted once, not once per sensitive path (that
+                    # was every finding read for each one: quadratic in a long history).
+                    "WITH fp(id, p) AS (SELECT id, path FROM events WHERE kind = 'secret'"
+                    " AND path IS NOT NULL UNION SELECT f.id, j.value FROM events f,"
+                    " json_each(f.data, '$.paths') j WHERE f.kind = 'secret'),"
+                    " per_path AS MATERIALIZED (SELECT p, COUNT(*) n FROM fp GROUP BY p)"
+                    " SELECT e.path, COUNT(*), COUNT(DISTINCT e.session_id), MAX(e.ts),"
+                    " COALESCE((SELECT n FROM per_path WHERE per_path.p = e.path), 0) FROM events e"
                     f" WHERE e.kind = 'sensitive_read' {since} GROUP BY e.path ORDER BY 2 DESC",
                     args,
                 )

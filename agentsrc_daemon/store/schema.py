@@ -397,12 +397,33 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     """,
     # 7 -> 8: see PACK_EVENTS.
     PACK_EVENTS,
+    # 8 -> 9: no full scan for any socket method at 10 million events (docs/performance.md,
+    # "Scale"). Reads, edits, usage and prompts are listed across sessions too: a partial
+    # index each (a few percent of the events; an index on every event's kind cost a quarter
+    # of commit time). Sessions are listed by four sort keys (keyset pages, newest
+    # first): an index per key, so a page is a walk of LIMIT rows, not a sort of every
+    # session; and by project or cwd, which event queries scope by.
+    """
+    CREATE INDEX events_reads ON events(id) WHERE kind = 'read';
+    CREATE INDEX events_edits ON events(id) WHERE kind = 'edit';
+    CREATE INDEX events_usage ON events(id) WHERE kind = 'usage';
+    CREATE INDEX events_prompts ON events(id) WHERE kind = 'prompt';
+    CREATE INDEX sessions_by_last ON sessions(COALESCE(last_event_at, started_at, '') DESC, id);
+    CREATE INDEX sessions_by_started ON sessions(COALESCE(started_at, '') DESC, id);
+    CREATE INDEX sessions_by_tokens ON sessions(total_tokens DESC, id);
+    CREATE INDEX sessions_by_tools ON sessions(tool_calls DESC, id);
+    CREATE INDEX sessions_project ON sessions(project_root) WHERE project_root IS NOT NULL;
+    CREATE INDEX sessions_cwd ON sessions(cwd) WHERE cwd IS NOT NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-# The kinds with a partial index of their own (schema 2): queried across all sessions.
-PARTIAL_INDEXED_KINDS = frozenset({"command", "secret", "sensitive_read"})
+# The kinds with a partial index of their own (schema 2, and 8 for reads, edits, usage
+# and prompts): queried across all sessions.
+PARTIAL_INDEXED_KINDS = frozenset(
+    {"command", "secret", "sensitive_read", "read", "edit", "usage", "prompt"}
+)
 
 # The sessions columns that SessionFacts fill (same names).
 SESSION_FACT_FIELDS = (
