@@ -68,7 +68,7 @@ from agentsrc_daemon.ingest.fingerprint import content_hash
 from agentsrc_daemon.ingest.round import SIDECAR_KEY, Ingestor
 from agentsrc_daemon.ingest.stages import build_stages
 from agentsrc_daemon.rpc.client import Client
-from agentsrc_daemon.store import Batch, Store, utc_now
+from agentsrc_daemon.store import Batch, Store, packing, utc_now
 from agentsrc_daemon.store.batch import Row, prepare
 from agentsrc_daemon.store.schema import SCHEMA_VERSION
 
@@ -199,6 +199,7 @@ class DaemonRun:
 
 def _query(db: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    packing.register(conn)  # events.data unpacks
     try:
         return list(conn.execute(sql, args))
     finally:
@@ -341,10 +342,12 @@ def _copy_batch(captured: list[_FileCapture], cp: _Copy, kept: set[str], roots: 
         for key, parts, r in zip(fc.keys, fc.data_parts, b.rows, strict=True):
             kh = key_digest(cp.key(key, r.source_path))
             digests[r.key_hash] = kh
+            data = cp.b(parts)
             out.rows.append(Row(
                 kh, str(cp.s(r.session_id)), r.kind, r.ts, cp.s(r.turn_id), r.tool, cp.s(r.call_id),
                 cp.s(r.subagent_id), r.adapter, r.offset, cp.path(r.path) if r.path else None,
-                cp.b(parts), r.revision, r.claim, r.claim_since, cp.s(r.holder), cp.path(r.source_path),
+                data, r.revision, r.claim, r.claim_since, cp.s(r.holder), packing.pack(data),
+                cp.path(r.source_path),
             ))
         out.sessions += [cp.record(f) for f in b.sessions]
         out.turns += [cp.record(t) for t in b.turns]

@@ -13,6 +13,8 @@ import apsw
 import orjson
 import pytest
 
+from agentsrc_daemon.store import packing
+
 from bigstore import DB_NAME, Appended, BigStore, build, checkout
 from corpus import corpus_home
 from harness import DaemonFactory, claude_line, wait_for
@@ -21,6 +23,7 @@ from replicate import load_corpus, write_copy
 
 def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    packing.register(conn)  # events.data unpacks
     try:
         return list(conn.execute(sql))
     finally:

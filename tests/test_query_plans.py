@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 from agentsrc_daemon.rpc.methods import build_methods
-from agentsrc_daemon.store import Reader
+from agentsrc_daemon.store import Reader, packing
 
 from bigstore import DB_NAME, BigStore, build
 from corpus import corpus_home
@@ -67,11 +67,18 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> BigStore:
     return build(tmp_path_factory.mktemp("plans"), events=1, files=100_000, corpus=corpus_home(), say=False)
 
 
+def _connect(db: Path, flags: int = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE) -> apsw.Connection:
+    """A plain connection with the store's SQL functions (``events.data`` unpacks)."""
+    conn = apsw.Connection(str(db), flags=flags)
+    packing.register(conn)
+    return conn
+
+
 def _calls(db: Path) -> list[tuple[str, str, dict[str, Any]]]:
     """(case, method, params): the benchmark's cases (every filter, drawn from the
     data), their cursors' params, and filters combined."""
     out = [(c.name, c.method, c.params) for c in draw_cases(db)]
-    (last,) = next(iter(apsw.Connection(str(db)).execute("SELECT MAX(id) FROM events")))
+    (last,) = next(iter(_connect(db).execute("SELECT MAX(id) FROM events")))
     pages = {"since_id": 1}, {"order": "desc", "before_id": last}, {"before_id": last}
     for name, method, params in list(out):
         if method in ("files.reads", "files.edits", "commands.list", "findings.list"):
@@ -118,7 +125,7 @@ def full_scans(db: Path, sql: str, bindings: Any) -> list[str]:
     """The big tables a statement reads whole: ``SCAN <table>`` without an index; and
     a walk of the events by id range (``rowid>?``) that other conditions filter (a rare
     match walks every event), which a plan says as a SEARCH."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = _connect(db, apsw.SQLITE_OPEN_READONLY)
     try:
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)]
     finally:
@@ -173,8 +180,8 @@ def test_a_dropped_index_is_caught(
 ) -> None:
     """The check is not vacuous: without the index, the same call scans."""
     db = tmp_path / DB_NAME
-    src = apsw.Connection(str(store.db_path), flags=apsw.SQLITE_OPEN_READONLY)
-    dst = apsw.Connection(str(db))
+    src = _connect(store.db_path, apsw.SQLITE_OPEN_READONLY)
+    dst = _connect(db)
     with dst.backup("main", src, "main") as b:
         b.step()
     src.close()
