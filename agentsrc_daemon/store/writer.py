@@ -55,6 +55,7 @@ from .search import INDEXED_KINDS, body_of, index_text
 # Event ids indexed per transaction by the index build (build_search_step): about 60 ms
 # of work on a loaded 2-core machine, so an append waits for little while it runs.
 SEARCH_CHUNK_IDS = 5_000
+SEARCH_CHUNK_TEXT_BYTES = 4 << 20  # and at most about this much text
 _INDEXED = frozenset(INDEXED_KINDS)
 # The writer's page cache once live (schema.WRITER_CACHE_KIB during a backfill).
 LIVE_CACHE_KIB = 2 * 1024
@@ -436,14 +437,22 @@ class Store:
                 self.conn.execute("UPDATE counters SET value=1 WHERE name='search_titles_done'")
             kinds = ",".join(f"'{k}'" for k in INDEXED_KINDS)
             values = []
+            text_bytes = 0
             for eid, kind, tool, path, data in self.conn.execute(
                 f"SELECT id, kind, tool, path, data FROM events WHERE id > ? AND id <= ?"
-                f" AND kind IN ({kinds})",
+                f" AND kind IN ({kinds}) ORDER BY id",
                 (lo, hi),
             ):
                 body = body_of(kind, tool, path, data)
                 if body:
-                    values.append((eid, index_text(body)))
+                    text = index_text(body)
+                    values.append((eid, text))
+                    text_bytes += len(text)
+                    if text_bytes >= SEARCH_CHUNK_TEXT_BYTES:
+                        # Long texts: the chunk ends here, its postings a few MiB of WAL
+                        # (5,000 texts of 12 KB made one transaction of 85 MiB).
+                        hi = eid
+                        break
             if values:
                 self.conn.executemany("INSERT INTO search_index(rowid, body) VALUES(?,?)", values)
             self.conn.execute("UPDATE counters SET value=? WHERE name='search_done'", (hi,))
