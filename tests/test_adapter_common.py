@@ -17,6 +17,8 @@ from agentsrc_daemon.adapters.common import as_int, seconds_to_ms
         (7, 7),
         (-1, -1),
         (2**64 - 1, 2**64 - 1),  # an int is kept as written
+        (2**64, None),  # orjson cannot write it (a line over 4 MiB parsed by the stdlib)
+        (-(2**63) - 1, None),
         (True, None),
         (False, None),
         (2.0, 2),

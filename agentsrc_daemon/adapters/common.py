@@ -128,13 +128,16 @@ def nonempty_str(value: Any) -> str | None:
 
 # What a stored integer may hold: SQLite's INTEGER and orjson's int are both 64-bit.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UINT64_MAX = 2**64 - 1  # the largest integer orjson writes
 
 
 def as_int(value: Any) -> int | None:
     """``value`` as an int, or None: the one reading of an untyped JSON number as an
     integer (counts, exit codes, durations), for the adapters and derive alike.
 
-    * An int is kept as written. A bool is not a number here (JSON true is not 1).
+    * An int is kept as written, if orjson can write it (-2**63 to 2**64 - 1): a line
+      over 4 MiB is parsed by the stdlib, which reads an integer of any size.
+      A bool is not a number here (JSON true is not 1).
     * A float is rounded to the nearest int (halves to even, Python's ``round``): a
       writer that emits whole numbers as floats (``2.0``) loses nothing, and a
       fractional duration (41.6 ms) becomes the nearest whole one (42), not a
@@ -147,7 +150,7 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
+        return value if INT64_MIN <= value <= UINT64_MAX else None
     if isinstance(value, float) and math.isfinite(value):
         rounded = round(value)
         return rounded if INT64_MIN <= rounded <= INT64_MAX else None
