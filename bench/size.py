@@ -95,17 +95,27 @@ def keep_store(d: Daemon, out: Path) -> None:
             shutil.copy2(src, out / name)
 
 
+def terminate(d: Daemon, timeout: float) -> None:
+    """SIGTERM and wait: the daemon's own shutdown, its store closed cleanly."""
+    assert d.proc is not None
+    d.proc.terminate()
+    d.proc.wait(timeout)
+    d.proc = None
+
+
+def stop_and_keep(d: Daemon, out: Path) -> None:
+    """The daemon stopped, its store kept at ``out`` for the comparisons."""
+    terminate(d, 60)
+    keep_store(d, out)
+
+
 def run_build(d: Daemon, out: Path) -> tuple[float, int]:
     wal = WalSampler(d.dir / "data" / "agentsrc.db-wal")
     try:
         t0 = d.start()
         d.wait_live(poll=0.05)
         elapsed = time.perf_counter() - t0
-        assert d.proc is not None
-        d.proc.terminate()
-        d.proc.wait(60)
-        d.proc = None
-        keep_store(d, out)
+        stop_and_keep(d, out)
     finally:
         peak = wal.stop()
         d.stop()
@@ -136,11 +146,7 @@ def migrate_copy(baseline_store: Path, out: Path, home: Path) -> tuple[float, li
                 break
             time.sleep(0.05)
         elapsed = time.perf_counter() - t0
-        assert d.proc is not None
-        d.proc.terminate()
-        d.proc.wait(60)
-        d.proc = None
-        keep_store(d, out)
+        stop_and_keep(d, out)
     finally:
         peak = wal.stop()
         d.stop()
@@ -280,10 +286,7 @@ def bench_migrate_store(store: Path, home: Path, kill_at: float, compact_too: bo
             runs.append((time.perf_counter() - t0, first, last, answers))
             print(f"{attempt}: {runs[-1][0]:.0f}s, status said migrating {answers} times,"
                   f" fraction {first:.4f} -> {last:.4f}")
-        assert d.proc is not None
-        d.proc.terminate()
-        d.proc.wait(120)
-        d.proc = None
+        terminate(d, 120)
         print(f"migration in all: {sum(r[0] for r in runs):.0f}s (killed at {kill_at:.0%},"
               f" resumed from {runs[1][1]:.4f}); WAL peak {wal.stop() / 2**20:.1f} MiB")
         ev, after, file_after = dbstat(data / "agentsrc.db")
