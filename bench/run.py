@@ -376,6 +376,15 @@ def bench_backfill_index(args: argparse.Namespace) -> None:
           f" with / without {on / off:.2f}x")
 
 
+def store_home(store: Path) -> Path:
+    """The home of a built store (bench/bigstore.py): its meta.json's (the paths in the
+    store are absolute: a copy migrated elsewhere keeps its build's home), else DIR/home."""
+    meta = store / "meta.json"
+    if meta.is_file():
+        return Path(orjson.loads(meta.read_bytes())["home"])
+    return store / "home"
+
+
 def bench_latency(args: argparse.Namespace) -> None:
     """Append -> subscriber. With --backfill-copies N the home also holds N copies of
     the corpus (hard links to make_home's), so the appends land while the daemon
@@ -385,7 +394,7 @@ def bench_latency(args: argparse.Namespace) -> None:
     if args.bigstore:
         # A store built by bench/bigstore.py: its home used in place (the store's paths
         # are absolute), its database copied (a daemon writes what it opens).
-        home = Path(args.bigstore) / "home"
+        home = store_home(Path(args.bigstore))
     elif args.backfill_copies:
         shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
                         copy_function=os.link)
@@ -592,7 +601,7 @@ def bench_startup(args: argparse.Namespace) -> None:
     the time until the socket answers and until it is live, asked over the socket. The
     data dir is copied first (the original is never opened); the home is only read."""
     store = Path(args.store)
-    home = store / "home"
+    home = store_home(store)
     work = Path(tempfile.mkdtemp(prefix="ass-", dir=args.workdir))
     data = work / "data"
     try:
