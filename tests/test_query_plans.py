@@ -33,17 +33,82 @@ SMALL_TABLES = {"sources": "one row per file; sources.list lists them all",
 
 # Full scans still there, by (method case, table), with why. Each is a target not met:
 # docs/performance.md, "Scale: 10 million events".
-_RARE_FILTER = ("a filter few sessions match: scanning the sessions (32,000 at 10 million events)"
-                " and sorting the matches beats walking a sort index (reader.sessions)")
+_RARE_FILTER = ("a filter few sessions match and no index orders: `until` (a session started"
+                " before a time, in the order of its last event). Scanning the sessions (32,000"
+                " at 10 million events) and sorting the matches beats walking a sort index"
+                " (reader.sessions)")
 KNOWN_SCANS: dict[tuple[str, str], str] = {
-    ("sessions.list model (common)", "sessions"): _RARE_FILTER,
-    ("sessions.list model (rare)", "sessions"): _RARE_FILTER,
-    ("sessions.list since", "sessions"): _RARE_FILTER,
     ("sessions.list until", "sessions"): _RARE_FILTER,
     ("events.list kinds", "events"): "several kinds at once, across every session, walk the"
     " events by id (bound kinds cannot pick partial indexes; a common kind fills the page"
     " at once, a rare one walks far)",
 }
+
+# A page that walks a whole kind's index (the kind's id or time order, with no equality
+# that narrows it) while its other conditions discard rows, or that sorts what it walked,
+# reads every event of the kind when few match. Those still there, by case, with why
+# (docs/performance.md, "Pages at 10 million events").
+_SINCE = ("`since` over the kind's id order: a time is no index range there (an event of any"
+          " time can have any id); a recent `since` on a newest-first list is the head of its"
+          " time index instead")
+_GLOB = ("a glob (`*.py`, `dir/*`): no index range of a path's beginning or end matches a GLOB"
+         " whose wildcards may span separators, and an absolute one matches case-insensitively")
+_PROJECT = ("a project: the event's own project_root (its JSON) or its session's; no index of"
+            " either for the events")
+KNOWN_WALKS: dict[str, str] = {
+    **{f"{case} +since": _SINCE for case in (
+        "files.reads", "files.reads glob *.py", "files.reads glob abs dir", "files.reads project",
+        "files.reads deep", "files.edits", "files.edits glob", "commands.list",
+        "commands.list project", "findings.list", "findings.list type", "findings.list path",
+        "findings.list deep")},
+    **{f"{case}{page}": _GLOB for case in (
+        "files.reads glob *.py", "files.reads glob abs dir", "files.edits glob")
+       for page in ("", " +['since_id']", " +['before_id']", " +['before_id', 'order']")},
+    **{f"{case}{page}": _PROJECT for case in ("files.reads project", "commands.list project")
+       for page in ("", " +['since_id']", " +['before_id']", " +['before_id', 'order']")},
+    "files.reads all filters": _GLOB,
+    "commands.list failed +['before_id', 'order']": "failed commands newest first: the"
+    " commands' time index, skipping those that did not fail (most do not, so a page walks"
+    " several times its length; events_failed_commands is in id order)",
+    **{f"findings.list type{page}": "a finding's type is in its JSON: no index of it (findings"
+       " are a small kind: 1.7% of the events)"
+       for page in ("", " +['since_id']", " +['before_id']", " +['before_id', 'order']")},
+    **{f"findings.list path{page}": "a finding's path or one of its candidate `paths` (JSON):"
+       " an OR over a list, no index range"
+       for page in ("", " +['since_id']", " +['before_id']", " +['before_id', 'order']")},
+}
+# The indexes of a whole kind (schema 2, 9 and 10), walked by id or by time.
+_KIND_INDEXES = re.compile(r"events_(?:reads|edits|commands|secrets|sensitive|usage|prompts)"
+                           r"(?:_by_time)?$")
+_WALK = re.compile(r"(?:SCAN|SEARCH) (\w+) USING (?:COVERING )?INDEX (\w+)(?: \((.*)\))?$")
+# Conditions of a page on the events that no kind index applies (the kind, the id and
+# the time cursors are what the index is walked by).
+_DISCARDING = re.compile(r"json_extract\(e\.data|json_each|\bGLOB\b|\bLIKE\b|e\.session_id IN"
+                         r"|e\.adapter =|e\.path =|lower\(", re.IGNORECASE)
+_SINCE_FILTER = re.compile(r"\be\.ts >= \?")
+# The reports walk a kind on purpose (they read all of it); another part's work.
+_REPORTS = frozenset({"findings.report", "usage.summary", "sessions.files"})
+
+
+def kind_walks(sql: str, plan: list[str]) -> list[str]:
+    """The kind indexes a page walks whole while discarding rows or sorting them."""
+    conditions = sql.split("FROM events e", 1)[1] if "FROM events e" in sql else ""
+    sorts = any(d.startswith("USE TEMP B-TREE FOR ORDER BY") for d in plan)
+    out = []
+    for detail in plan:
+        m = _WALK.match(detail)
+        if m is None or not _KIND_INDEXES.match(m.group(2)):
+            continue
+        constraint = m.group(3) or ""
+        if "=?" in constraint.replace("<=?", "").replace(">=?", ""):
+            continue  # an equality narrows the walk
+        by_time = m.group(2).endswith("_by_time")
+        discards = _DISCARDING.search(conditions) or (
+            not by_time and _SINCE_FILTER.search(conditions))
+        if sorts or discards:
+            out.append(m.group(2))
+    return out
+
 
 _TABLE_REF = re.compile(r"\b(?:FROM|JOIN)\s+(\w+)(?:\s+(?:AS\s+)?(?!ON\b|WHERE\b|JOIN\b|LEFT\b|GROUP\b"
                         r"|ORDER\b|LIMIT\b|USING\b)(\w+))?", re.IGNORECASE)
@@ -121,15 +186,19 @@ _OTHER_EVENT_FILTERS = re.compile(r"\b(?:e\.)?(?:kind|path|session_id|adapter|ts
                                   r"|json_extract\(e\.data", re.IGNORECASE)
 
 
+def _plan(db: Path, sql: str, bindings: Any) -> list[str]:
+    conn = _connect(db, apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)]
+    finally:
+        conn.close()
+
+
 def full_scans(db: Path, sql: str, bindings: Any) -> list[str]:
     """The big tables a statement reads whole: ``SCAN <table>`` without an index; and
     a walk of the events by id range (``rowid>?``) that other conditions filter (a rare
     match walks every event), which a plan says as a SEARCH."""
-    conn = _connect(db, apsw.SQLITE_OPEN_READONLY)
-    try:
-        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)]
-    finally:
-        conn.close()
+    plan = _plan(db, sql, bindings)
     aliases = _aliases(sql)
     out = []
     for detail in plan:
@@ -167,12 +236,35 @@ def test_no_method_scans_a_big_table(store: BigStore) -> None:
     assert not fixed, f"no longer scanning (remove from KNOWN_SCANS): {fixed}"
 
 
+def test_no_page_walks_a_whole_kind(store: BigStore) -> None:
+    """A page reads what it returns, give or take: no walk of a kind's whole index that
+    its other filters thin out, no sort of a whole kind (newest first)."""
+    db = store.db_path
+    found: dict[str, str] = {}
+    for case, method, params in _calls(db):
+        if method in _REPORTS:
+            continue
+        for sql, bindings in _statements(db, method, params):
+            if kind_walks(sql, _plan(db, sql, bindings)):
+                found.setdefault(case, sql)
+    unexpected = {k: v for k, v in found.items() if k not in KNOWN_WALKS}
+    assert not unexpected, "walks of a whole kind:\n" + "\n".join(
+        f"{k}: {v[:300]}" for k, v in sorted(unexpected.items()))
+    fixed = set(KNOWN_WALKS) - set(found)
+    assert not fixed, f"no longer walking (remove from KNOWN_WALKS): {sorted(fixed)}"
+
+
 @pytest.mark.parametrize(
     ("index", "method", "params"),
     [
         ("events_session", "events.list", {"session_id": None}),
         ("events_reads", "files.reads", {}),
         ("sessions_by_last", "sessions.list", {}),
+        ("events_reads_by_time", "files.reads", {"order": "desc"}),
+        ("events_secrets_by_time", "findings.list", {"order": "desc"}),
+        ("events_path_tails", "files.edits", {"path": "src/x.py"}),
+        ("events_exit_codes", "commands.list", {"exit_code": 1}),
+        ("events_failed_commands", "commands.list", {"failed": True}),
     ],
 )
 def test_a_dropped_index_is_caught(
@@ -188,7 +280,11 @@ def test_a_dropped_index_is_caught(
     if "session_id" in params:
         params = {"session_id": next(iter(dst.execute("SELECT id FROM sessions ORDER BY tool_calls DESC")))[0]}
     statements = list(_statements(db, method, params))
-    assert statements and not any(full_scans(db, s, b) for s, b in statements)
+
+    def scans() -> bool:
+        return any(full_scans(db, s, b) or kind_walks(s, _plan(db, s, b)) for s, b in statements)
+
+    assert statements and not scans()
     dst.execute(f"DROP INDEX {index}")
     dst.close()
-    assert any(full_scans(db, s, b) for s, b in statements)
+    assert scans()

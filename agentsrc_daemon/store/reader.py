@@ -17,7 +17,7 @@ import orjson
 from .batch import event_row_to_json
 from .schema import USAGE_FIELDS, connect
 from .search import TITLE_KIND, QuerySyntaxError, compile_query, snippet
-from .where import Where
+from .where import E_COMMAND_FAILED, Where
 from .where import finding_path_filter as _finding_path_filter
 
 
@@ -127,38 +127,32 @@ class Reader:
         ]
 
     # -- sessions
-    def _session_dict(self, row: Sequence[Any]) -> dict[str, Any]:
-        d = dict(zip(_SESSION_NAMES, row, strict=True))
-        sid = d["id"]
-        source = d.get("source")
-        if isinstance(source, str) and source.startswith("{"):
-            with suppress(orjson.JSONDecodeError):
-                d["source"] = orjson.loads(source)  # an object the agent wrote, as written
-        # A session known only through another session's copy of its history (a Codex
-        # resume replays its parent's): its own transcript was never read.
-        d["known_from_replay"] = d.pop("replayed_in") if not d.pop("own_record") else None
-        sub = self.conn.execute(
-            "SELECT COUNT(*) FROM session_subagents WHERE session_id=?", (sid,)
-        ).fetchone()
-        d["subagents"] = int(sub[0]) if sub else 0
-        states = [
-            gone is None
-            for (gone,) in self.conn.execute(
-                "SELECT s.gone_at FROM session_sources ss JOIN sources s ON s.id=ss.source_id"
-                " WHERE ss.session_id=?",
-                (sid,),
+    def _session_dicts(self, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+        """Session rows as the socket returns them, with their sub-agent counts and the
+        state of their transcripts: one query each for the whole page (per row, they
+        were most of a page's time at 32,000 sessions)."""
+        if not rows:
+            return []
+        ids = orjson.dumps([row[0] for row in rows]).decode()
+        subagents = dict(
+            self.conn.execute(
+                "SELECT session_id, COUNT(*) FROM session_subagents"
+                " WHERE session_id IN (SELECT value FROM json_each(?)) GROUP BY session_id",
+                (ids,),
             )
+        )
+        states: dict[str, list[bool]] = {}
+        for sid, gone in self.conn.execute(
+            "SELECT ss.session_id, s.gone_at FROM session_sources ss"
+            " JOIN sources s ON s.id=ss.source_id"
+            " WHERE ss.session_id IN (SELECT value FROM json_each(?))",
+            (ids,),
+        ):
+            states.setdefault(sid, []).append(gone is None)
+        return [
+            _session_dict(row, int(subagents.get(row[0], 0)), states.get(row[0], []))
+            for row in rows
         ]
-        if not states or all(states):
-            d["source_state"] = "present"
-        elif any(states):
-            d["source_state"] = "partial"
-        else:
-            d["source_state"] = "gone"
-        d["tokens"] = {
-            f: d.pop(f) for f in USAGE_FIELDS
-        }
-        return d
 
     SESSION_SORTS = {
         "last": "COALESCE(last_event_at, started_at, '')",
@@ -192,7 +186,9 @@ class Reader:
         if project:
             where.add("(project_root=? OR cwd=?)", project, project)
         if since_ts:
-            where.add("COALESCE(last_event_at, started_at) >= ?", since_ts)
+            # COALESCE(last_event_at, started_at) >= since, in the terms of sessions_by_last
+            # (a session with neither is before any time, as NULL matched nothing).
+            where.add("COALESCE(last_event_at, started_at, '') >= ?", since_ts)
         if until_ts:
             where.add("COALESCE(started_at, last_event_at) < ?", until_ts)
         if model:
@@ -212,19 +208,20 @@ class Reader:
         # that few sessions match (a model, a time range) would walk the whole index
         # looking them up one by one: there, scanning the sessions and sorting those that
         # match is cheaper (measured at 32,000 sessions: 17-33 ms against 390 ms), and
-        # the unary + keeps SQLite from ordering by the index.
-        order = f"+{key}" if (model or since_ts or until_ts or search) else key
+        # the unary + keeps SQLite from ordering by the index. Except in the default
+        # order, by the last event: `since` is a range of that index, and a model has
+        # one of its own in that order (schema 10).
+        indexed = sort == "last" and not (until_ts or search)
+        order = key if indexed or not (model or since_ts or until_ts or search) else f"+{key}"
         sql = (
             f"SELECT {SESSION_COLUMNS}, {key} FROM sessions{where.sql()}"
             f" ORDER BY {order} DESC, id LIMIT ?"
         )
         with self.snapshot():
             rows = list(self.conn.execute(sql, [*where.args, limit]))
-            out = []
-            for r in rows:
-                d = self._session_dict(r[:-1])
+            out = self._session_dicts([r[:-1] for r in rows])
+            for r, d in zip(rows, out, strict=True):
                 d["_key"] = (r[-1], d["id"])
-                out.append(d)
             return out
 
     def resolve_session(self, ident: str) -> str | None:
@@ -250,7 +247,7 @@ class Reader:
             ).fetchone()
             if row is None:
                 return None
-            d = self._session_dict(row)
+            (d,) = self._session_dicts([row])
             d["turns"] = [
                 {
                     "turn_id": t,
@@ -484,41 +481,39 @@ class Reader:
         cursor = after_id
         next_after: int | None = None
         with self.snapshot():
-            done = False
-            while not done:
-                rows = list(self.conn.execute(
-                    f"SELECT {cols} FROM events WHERE session_id = ? AND id > ?"
-                    f" AND subagent_id IS NULL AND kind IN ({in_kinds}) ORDER BY id LIMIT 2000",
-                    (session_id, cursor),
-                ))
-                if not rows:
-                    break
-                for row in rows:
-                    eid, kind, ts, turn_id = row[0], row[1], row[2], row[3]
-                    cur = turns[-1] if turns else None
-                    new = cur is None or (
-                        turn_id is not None and cur["turn_id"] is not None
-                        and turn_id != cur["turn_id"]
-                    ) or (kind == "prompt" and cur["prompt"] is not None)
-                    if new:
-                        if len(turns) == limit:
-                            next_after = cursor
-                            done = True
-                            break
-                        turns.append({"turn_id": turn_id, "started_at": ts, "ended_at": ts,
-                                      "prompt": None, "first_id": eid})
-                        events_of.append([])
-                        cur = turns[-1]
-                    assert cur is not None
-                    if cur["turn_id"] is None and turn_id is not None:
-                        cur["turn_id"] = turn_id
-                    if kind == "prompt" and cur["prompt"] is None:
-                        cur["prompt"] = orjson.loads(row[8]).get("text")
-                    if ts:
-                        cur["started_at"] = min(cur["started_at"] or ts, ts)
-                        cur["ended_at"] = max(cur["ended_at"] or ts, ts)
-                    events_of[-1].append(row)
-                    cursor = eid
+            # One statement, stepped as far as the page goes: a row is read (and its data
+            # unpacked) only when the page needs it, not in batches past the last turn.
+            rows = self.conn.execute(
+                f"SELECT {cols} FROM events WHERE session_id = ? AND id > ?"
+                f" AND subagent_id IS NULL AND kind IN ({in_kinds}) ORDER BY id",
+                (session_id, cursor),
+            )
+            for row in rows:
+                eid, kind, ts, turn_id = row[0], row[1], row[2], row[3]
+                cur = turns[-1] if turns else None
+                new = cur is None or (
+                    turn_id is not None and cur["turn_id"] is not None
+                    and turn_id != cur["turn_id"]
+                ) or (kind == "prompt" and cur["prompt"] is not None)
+                if new:
+                    if len(turns) == limit:
+                        next_after = cursor
+                        break
+                    turns.append({"turn_id": turn_id, "started_at": ts, "ended_at": ts,
+                                  "prompt": None, "first_id": eid})
+                    events_of.append([])
+                    cur = turns[-1]
+                assert cur is not None
+                if cur["turn_id"] is None and turn_id is not None:
+                    cur["turn_id"] = turn_id
+                if kind == "prompt" and cur["prompt"] is None:
+                    cur["prompt"] = orjson.loads(row[8]).get("text")
+                if ts:
+                    cur["started_at"] = min(cur["started_at"] or ts, ts)
+                    cur["ended_at"] = max(cur["ended_at"] or ts, ts)
+                events_of[-1].append(row)
+                cursor = eid
+            rows.close()
             if turns:
                 # Sub-agent events: under the last turn started at or before each.
                 starts = [t["started_at"] or "" for t in turns]
@@ -620,11 +615,7 @@ class Reader:
         where = _event_page(since_id, session_id, ["command"], before_id, newest_first)
         where.scope(project=project, since_ts=since_ts)
         if failed is True:
-            where.add(
-                "(COALESCE(json_extract(e.data, '$.exit_code'), 0) != 0"
-                " OR json_extract(e.data, '$.interrupted') = 1"
-                " OR json_extract(e.data, '$.is_error') = 1)"
-            )
+            where.add(E_COMMAND_FAILED)  # the WHERE of events_failed_commands
         elif failed is False:
             where.add("json_extract(e.data, '$.exit_code') = 0")
         if exit_code is not None:
@@ -873,6 +864,28 @@ class Reader:
         }
 
 
+def _session_dict(row: Sequence[Any], subagents: int, present: list[bool]) -> dict[str, Any]:
+    """A session row, its number of sub-agents and whether each of its transcripts is
+    still on disk, as the socket returns a session."""
+    d = dict(zip(_SESSION_NAMES, row, strict=True))
+    source = d.get("source")
+    if isinstance(source, str) and source.startswith("{"):
+        with suppress(orjson.JSONDecodeError):
+            d["source"] = orjson.loads(source)  # an object the agent wrote, as written
+    # A session known only through another session's copy of its history (a Codex
+    # resume replays its parent's): its own transcript was never read.
+    d["known_from_replay"] = d.pop("replayed_in") if not d.pop("own_record") else None
+    d["subagents"] = subagents
+    if not present or all(present):
+        d["source_state"] = "present"
+    elif any(present):
+        d["source_state"] = "partial"
+    else:
+        d["source_state"] = "gone"
+    d["tokens"] = {f: d.pop(f) for f in USAGE_FIELDS}
+    return d
+
+
 def _iso_ms(ts: str | None) -> float | None:
     if not ts:
         return None
@@ -1009,9 +1022,11 @@ def _before(where: Where, before_id: int | None, newest_first: bool) -> None:
     if not newest_first:
         where.add("e.id < ?", before_id)
         return
+    # "At or before that time, and before it or a smaller id": the first term is a range
+    # of events_by_time (an OR alone, or a row value, is a walk from the index's end).
     at = "(SELECT COALESCE(ts, '') FROM events WHERE id = ?)"
     where.add(
-        f"(COALESCE(e.ts, '') < {at} OR (COALESCE(e.ts, '') = {at} AND e.id < ?))",
+        f"COALESCE(e.ts, '') <= {at} AND (COALESCE(e.ts, '') < {at} OR e.id < ?)",
         before_id,
         before_id,
         before_id,

@@ -77,6 +77,8 @@ class ChunkedMigration:
     begin: Callable[[apsw.Connection], None]
     step: Callable[[apsw.Connection, int, int], None]  # (conn, after_id, upto_id)
     finish: Callable[[apsw.Connection], None]
+    # Units per transaction, when the units are not event ids (0: MIGRATE_CHUNK_IDS).
+    chunk: int = 0
 
 
 # 7 -> 8: the events' data packed (store/packing.py). The column `data` becomes
@@ -136,6 +138,69 @@ def _finish_packing(conn: apsw.Connection) -> None:
 
 PACK_EVENTS = ChunkedMigration(
     name="pack", begin=_begin_packing, step=_pack_step, finish=_finish_packing
+)
+
+# The last name of an event's path (after its last / or \\, trailing separators and dots
+# left out), in SQL: the expression of events_path_tails (schema 10), which a query must
+# repeat exactly to use that index. rtrim(t, <every character of t but the separators>)
+# leaves t up to its last separator.
+_TRIMMED = "rtrim(path, '/\\.')"
+PATH_TAIL = (
+    f"substr({_TRIMMED}, length(rtrim({_TRIMMED},"
+    f" replace(replace({_TRIMMED}, '/', ''), '\\', ''))) + 1)"
+)
+# A failed command (commands.list failed=true), the WHERE of events_failed_commands.
+COMMAND_FAILED = (
+    "(COALESCE(json_extract(data, '$.exit_code'), 0) != 0"
+    " OR json_extract(data, '$.interrupted') = 1"
+    " OR json_extract(data, '$.is_error') = 1)"
+)
+
+# 9 -> 10: pages at 10 million events (docs/performance.md, "Pages at 10 million
+# events"). Newest-first lists of reads, edits, commands and findings walk an index in
+# their order (the time, then the id: NEWEST_FIRST) instead of sorting every event of the
+# kind: one per kind, without the kind as a column (an index that leads with it is what
+# SQLite picks for `kind = 'read'`, over events_reads' id order, and then sorts). A path
+# given relative to the project is looked up by its last name (PATH_TAIL, lower-cased as
+# LIKE compares), then the kind; commands by exit code, and the failed ones. Sessions of
+# a model, in the default order. Each index reads the whole events table once (seconds
+# at 10 million events): each is a step of its own, committed with the count of those
+# built, so `status` shows the progress and a kill -9 resumes at the next one.
+PAGE_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS sessions_by_model"
+    " ON sessions(model, COALESCE(last_event_at, started_at, '') DESC, id)"
+    " WHERE model IS NOT NULL",
+    *(f"CREATE INDEX IF NOT EXISTS events_{kind}s_by_time ON events(COALESCE(ts, ''))"
+      f" WHERE kind = '{kind}'" for kind in ("read", "edit", "command", "secret")),
+    f"CREATE INDEX IF NOT EXISTS events_path_tails ON events(lower({PATH_TAIL}), kind)"
+    " WHERE kind = 'read' OR kind = 'edit'",
+    "CREATE INDEX IF NOT EXISTS events_exit_codes ON events(json_extract(data, '$.exit_code'))"
+    " WHERE kind = 'command'",
+    "CREATE INDEX IF NOT EXISTS events_failed_commands ON events(id)"
+    f" WHERE kind = 'command' AND {COMMAND_FAILED}",
+)
+
+
+def _begin_page_indexes(conn: apsw.Connection) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO counters(name, value) VALUES ('page_indexes_target', ?),"
+        " ('page_indexes_done', 0)",
+        (len(PAGE_INDEXES),),
+    )
+
+
+def _page_indexes_step(conn: apsw.Connection, after: int, upto: int) -> None:
+    for sql in PAGE_INDEXES[after:upto]:
+        conn.execute(sql)
+
+
+def _finish_page_indexes(conn: apsw.Connection) -> None:
+    conn.execute("DELETE FROM counters WHERE name IN ('page_indexes_done', 'page_indexes_target')")
+
+
+ADD_PAGE_INDEXES = ChunkedMigration(
+    name="page_indexes", begin=_begin_page_indexes, step=_page_indexes_step,
+    finish=_finish_page_indexes, chunk=1,
 )
 
 # Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
@@ -415,6 +480,8 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     CREATE INDEX sessions_project ON sessions(project_root) WHERE project_root IS NOT NULL;
     CREATE INDEX sessions_cwd ON sessions(cwd) WHERE cwd IS NOT NULL;
     """,
+    # 9 -> 10: see PAGE_INDEXES.
+    ADD_PAGE_INDEXES,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -517,7 +584,7 @@ def run_migration(
             conn.execute(m)
             conn.execute(f"PRAGMA user_version={version + 1}")
         return
-    chunk = chunk or int(os.environ.get("AGENTSRC_MIGRATE_CHUNK") or MIGRATE_CHUNK_IDS)
+    chunk = m.chunk or chunk or int(os.environ.get("AGENTSRC_MIGRATE_CHUNK") or MIGRATE_CHUNK_IDS)
     with conn:
         m.begin(conn)
     first = True

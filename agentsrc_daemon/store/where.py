@@ -3,13 +3,19 @@ added, each with the values it binds, and the event filters several queries shar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .schema import PARTIAL_INDEXED_KINDS
+from .schema import COMMAND_FAILED, PARTIAL_INDEXED_KINDS, PATH_TAIL
 
 _GLOB_CHARS = frozenset("*?[")
+
+# schema.PATH_TAIL and COMMAND_FAILED of the events aliased ``e``: the expressions of
+# their indexes, repeated exactly (SQLite matches an indexed expression by its terms).
+E_PATH_TAIL = re.sub(r"\bpath\b", "e.path", PATH_TAIL)
+E_COMMAND_FAILED = re.sub(r"\bdata\b", "e.data", COMMAND_FAILED)
 
 
 @dataclass(slots=True)
@@ -67,6 +73,11 @@ class Where:
 
     def path_matches(self, path: str | None) -> None:
         if path:
+            tail = relative_tail(path)
+            if tail is not None:
+                # Implied by path_filter's condition (see relative_tail), and an index
+                # range (events_path_tails) where that condition is a walk of the kind.
+                self.add(f"lower({E_PATH_TAIL}) = lower(?)", tail)
             condition, args = path_filter(path)
             self.add(condition, *args)
 
@@ -110,3 +121,17 @@ def path_filter(path: str) -> tuple[str, list[Any]]:
         rel,
         "%/" + rel.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),
     ]
+
+
+def relative_tail(path: str) -> str | None:
+    """The last name of a project-relative path (not a glob), which every path that
+    path_filter matches for it ends with (ASCII case aside): its ``rel_path`` is the
+    path's names under the project root, joined by "/"; or the path ends with "/" and
+    it. None when that does not hold for the PATH_TAIL of the stored path: an absolute
+    path or a glob; a last name that ends with a dot or a separator (".", "..", "x."),
+    which PATH_TAIL trims."""
+    if any(c in _GLOB_CHARS for c in path) or path.startswith("/") or is_windows_style(path):
+        return None
+    rel = path[2:] if path.startswith("./") else path
+    name = re.split(r"[/\\]", rel)[-1]
+    return name if name and not name.endswith(".") else None
