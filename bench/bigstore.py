@@ -129,7 +129,11 @@ def _commit_id() -> str:
 class DaemonRun:
     """The real daemon on a home and data dir, asked over its socket."""
 
-    def __init__(self, home: Path, data_dir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, data_dir: Path, env: dict[str, str] | None = None, code: Path | None = None
+    ) -> None:
+        # code: another tree's agentsrc_daemon to run (a baseline); this one by default.
+        self.code = code or REPO
         self.run_dir = Path(tempfile.mkdtemp(prefix="asbig-", dir="/tmp"))  # short socket path
         self.sock = self.run_dir / "s" / "agentsrc.sock"
         self.log = self.run_dir / "daemon.log"
@@ -141,6 +145,8 @@ class DaemonRun:
             "XDG_CONFIG_HOME": str(self.run_dir / "cfg"),
             **(env or {}),
         }
+        if code is not None:
+            self.env["PYTHONPATH"] = str(code)
         if os.environ.get("AGENTSRC_WORKERS"):
             self.env.setdefault("AGENTSRC_WORKERS", os.environ["AGENTSRC_WORKERS"])
         self.proc: subprocess.Popen[bytes] | None = None
@@ -149,7 +155,7 @@ class DaemonRun:
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", "--log-level", "warning"],
-                env=self.env, stdout=subprocess.DEVNULL, stderr=log, cwd=str(REPO), start_new_session=True,
+                env=self.env, stdout=subprocess.DEVNULL, stderr=log, cwd=str(self.code), start_new_session=True,
             )
         return self
 

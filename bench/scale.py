@@ -6,14 +6,18 @@ whether each case meets its target (pages p99 < 20 ms, reports < 200 ms).
 
     .venv/bin/python bench/run.py scale [--events 10000000] [--files 20000] [--repeats 50]
         [--store DIR: a build of another schema version, migrated on the copy]
+        [--baseline REF: that git ref's daemon on a second copy, case by case beside this
+         tree's, in alternating order] [--only NAME,...: the cases whose names contain one]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -206,6 +210,82 @@ def _print_case(c: Case) -> None:
           f"  {'p50' if c.report else 'p99'} < {target:.0f}: {'ok' if _meets(c) else 'MISSED'}{slow}", flush=True)
 
 
+def _baseline_code(ref: str, dest: Path) -> Path:
+    """The tree of a git ref (`git archive`), to run its daemon."""
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(bigstore.REPO), "archive", ref],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def _selected(cases: list[Case], only: str | None) -> list[Case]:
+    names = [n.strip() for n in (only or "").split(",") if n.strip()]
+    return [c for c in cases if not names or any(n in c.name for n in names)]
+
+
+def _timed(client: Client, sock: Path, case: Case, repeats: int) -> Client:
+    """run_case, reconnecting after a call that timed out; returns the client to go on with."""
+    try:
+        run_case(client, case, max(3, repeats // 5) if case.report else repeats)
+    finally:
+        if case.timed_out:
+            client.__exit__(None, None, None)
+            client = Client(sock, timeout=CALL_TIMEOUT_S).__enter__()
+    return client
+
+
+def bench_scale_baseline(args: argparse.Namespace, store: bigstore.BigStore, work: Path) -> None:
+    """This tree's daemon and the baseline's (a git ref), each on its own copy, both live
+    at once: each case is timed on one then the other, the order alternating by case."""
+    rev = subprocess.run(["git", "-C", str(bigstore.REPO), "rev-parse", "--short", args.baseline],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    code = _baseline_code(args.baseline, work / "baseline-code")
+    runs = {}
+    for who in ("baseline", "subject"):
+        t0 = time.perf_counter()
+        data = bigstore.checkout(store, work / who)
+        print(f"{who}: copied in {time.perf_counter() - t0:.0f} s", flush=True)
+        runs[who] = (data, bigstore.DaemonRun(Path(store.home), data,
+                                              code=code if who == "baseline" else None))
+    try:
+        for who, (_data, d) in runs.items():  # one at a time: a migration's time is its own
+            t0 = time.perf_counter()
+            d.start()
+            st = d.wait_live()
+            print(f"{who} ({args.baseline} {rev} or this tree) live in {time.perf_counter() - t0:.1f} s"
+                  " (schema migrations included)", flush=True)
+        db = runs["subject"][0] / bigstore.DB_NAME
+        cases = _selected(draw_cases(db), args.only)
+        print(f"\n{'case':40} {'rows':>5} {'base p50':>9} {'p99':>8} {'this p50':>9} {'p99':>8}"
+              f" {'p50 ratio':>9}  target (this tree)", flush=True)
+        clients = {who: Client(d.sock, timeout=CALL_TIMEOUT_S).__enter__() for who, (_, d) in runs.items()}
+        pairs = []
+        for i, case in enumerate(cases):
+            mine = {who: dataclasses.replace(case, times=[]) for who in runs}
+            for who in ("baseline", "subject") if i % 2 == 0 else ("subject", "baseline"):
+                clients[who] = _timed(clients[who], runs[who][1].sock, mine[who], args.repeats)
+            b, s = mine["baseline"], mine["subject"]
+            pairs.append(s)
+            target = REPORT_TARGET_MS if s.report else PAGE_TARGET_MS
+            print(f"{case.name:40} {s.rows:>5} {statistics.median(b.times):>9.1f} {p99(b.times):>8.1f}"
+                  f" {statistics.median(s.times):>9.1f} {p99(s.times):>8.1f}"
+                  f" {statistics.median(s.times) / max(statistics.median(b.times), 1e-9):>9.3f}"
+                  f"  {'p50' if s.report else 'p99'} < {target:.0f}: {'ok' if _meets(s) else 'MISSED'}",
+                  flush=True)
+        for c in clients.values():
+            c.__exit__(None, None, None)
+        sizes = {who: Path(data / bigstore.DB_NAME).stat().st_size for who, (data, _) in runs.items()}
+    finally:
+        for _, d in runs.values():
+            d.stop()
+    print(f"\n{sum(_meets(c) for c in pairs)}/{len(pairs)} cases meet their target (this tree)")
+    events = st["events"]
+    print(f"database: baseline {sizes['baseline'] / 1e9:.3f} GB, this tree {sizes['subject'] / 1e9:.3f} GB"
+          f" for {events:,} events: {sizes['baseline'] / events:.1f} -> {sizes['subject'] / events:.1f}"
+          " bytes per event (WAL aside)")
+
+
 def bench_scale(args: argparse.Namespace) -> None:
     if args.store:
         # A build of another schema (the same store before and after a migration): the
@@ -214,6 +294,12 @@ def bench_scale(args: argparse.Namespace) -> None:
     else:
         store = bigstore.build(Path(args.out), args.events, args.files)
     work = Path(tempfile.mkdtemp(prefix="scale-", dir=args.workdir))
+    if args.baseline:
+        try:
+            bench_scale_baseline(args, store, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         t0 = time.perf_counter()
         data = bigstore.checkout(store, work)
@@ -224,7 +310,7 @@ def bench_scale(args: argparse.Namespace) -> None:
             st = d.wait_live()
             print(f"daemon live in {time.perf_counter() - t0:.1f} s (schema migrations included)")
             db = data / bigstore.DB_NAME
-            cases = draw_cases(db)
+            cases = _selected(draw_cases(db), args.only)
             print(f"\n{'case':40} {'rows':>5} {'n':>3} {'p50 ms':>9} {'p99 ms':>9}  target", flush=True)
             client = Client(d.sock, timeout=CALL_TIMEOUT_S).__enter__()
             for case in cases:
@@ -255,3 +341,5 @@ def add_parser(sub: Any) -> None:
     sc.add_argument("--repeats", type=int, default=50)
     sc.add_argument("--store", default=None, help="a build's directory (bigstore.py), whatever its schema")
     sc.add_argument("--workdir", default=None, help="where the copy of the store goes (default: beside it)")
+    sc.add_argument("--baseline", default=None, help="a git ref: its daemon too, on a second copy, case by case")
+    sc.add_argument("--only", default=None, help="comma-separated parts of case names: those cases only")
