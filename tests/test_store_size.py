@@ -301,3 +301,32 @@ def test_the_wal_stays_under_its_bound_during_a_big_backfill_and_is_emptied_when
     assert samples > 100 and reads > 10
     print(f"WAL peak {peak / 2**20:.1f} MiB over {samples} samples, {reads} reads")
     assert WAL_LIMIT_BYTES // 8 < peak <= WAL_LIMIT_BYTES, peak
+
+
+def test_a_row_read_field_by_field_is_unpacked_once(monkeypatch: Any) -> None:
+    """packing's memo: several json_extracts of one row's data unpack it once; another
+    value is unpacked afresh; a value past MEMO_MAX_BYTES is not kept."""
+    calls: list[int] = []
+    real = packing.unpack
+
+    def counted(stored: bytes | None) -> bytes | None:
+        calls.append(len(stored or b""))
+        return real(stored)
+
+    monkeypatch.setattr(packing, "unpack", counted)
+    conn = apsw.Connection(":memory:")
+    packing.register(conn)
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, packed BLOB,"
+                 " data BLOB GENERATED ALWAYS AS (unpack(packed)) VIRTUAL)")
+    small = [orjson.dumps({"a": i, "b": f"value {i}", "pad": "x" * 100}) for i in range(3)]
+    big = orjson.dumps({"a": 9, "b": "big", "pad": os.urandom(packing.MEMO_MAX_BYTES).hex()})
+    for value in (*small, big):
+        assert packing.pack(value)[:1] == packing.PACKED_V1
+        conn.execute("INSERT INTO t(packed) VALUES (?)", (packing.pack(value),))
+    calls.clear()  # (inserting computes the generated column too)
+    rows = list(conn.execute("SELECT json_extract(data, '$.a'), json_extract(data, '$.b'),"
+                             " json_extract(data, '$.a') + 1 FROM t"))
+    assert rows == [(0, "value 0", 1), (1, "value 1", 2), (2, "value 2", 3), (9, "big", 10)]
+    # One unpack per small row; the big one once per field (not kept between them).
+    assert calls == [len(packing.pack(v)) for v in small] + [len(packing.pack(big))] * 3
+    assert list(conn.execute("SELECT json_extract(data, '$.b') FROM t WHERE id = 1")) == [("value 0",)]

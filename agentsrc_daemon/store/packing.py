@@ -78,11 +78,6 @@ def unpack(stored: bytes | None) -> bytes | None:
     return d.decompress(stored[1:]) + d.flush()
 
 
-def _sql_unpack(*args: Any) -> Any:
-    (stored,) = args
-    return unpack(stored) if isinstance(stored, bytes) else stored
-
-
 def _sql_pack(*args: Any) -> Any:
     """Idempotent (a resumed migration may meet packed values): only JSON is packed."""
     (value,) = args
@@ -93,9 +88,35 @@ def _sql_pack(*args: Any) -> Any:
     return pack(value)
 
 
+# The last value unpacked is kept (per connection) when it is at most this long: a query
+# that takes several fields of a row (json_extract of `data` each) unpacks it once, not
+# once per field (findings.list takes six; the failed-command test three). Bounded, so a
+# huge event is not held after its query.
+MEMO_MAX_BYTES = 64 * 1024
+
+
+def _memo_unpack() -> Any:
+    last: list[tuple[bytes, bytes | None]] = []
+
+    def sql_unpack(*args: Any) -> Any:
+        (stored,) = args
+        if not isinstance(stored, bytes) or stored[:1] != PACKED_V1:
+            return stored
+        if last and last[0][0] == stored:
+            return last[0][1]
+        out = unpack(stored)
+        if len(stored) <= MEMO_MAX_BYTES:
+            last[:] = [(stored, out)]
+        else:
+            last.clear()
+        return out
+
+    return sql_unpack
+
+
 def register(conn: apsw.Connection) -> None:
     """``events.data`` is ``unpack(packed)``: every connection that reads or writes the
     events table needs the function (schema.connect registers it); ``pack`` is the
     migration's."""
-    conn.create_scalar_function("unpack", _sql_unpack, 1, deterministic=True)
+    conn.create_scalar_function("unpack", _memo_unpack(), 1, deterministic=True)
     conn.create_scalar_function("pack", _sql_pack, 1, deterministic=True)

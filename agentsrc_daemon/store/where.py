@@ -61,9 +61,11 @@ class Where:
         if agent:
             self.add("e.adapter = ?", agent)
         if project:
+            # The session's project first: SQLite stops at the first true term of an OR,
+            # and that one is a lookup in a list, the other unpacks the event's data.
             self.add(
-                "(json_extract(e.data, '$.project_root') = ? OR e.session_id IN"
-                " (SELECT id FROM sessions WHERE project_root = ? OR cwd = ?))",
+                "(e.session_id IN (SELECT id FROM sessions WHERE project_root = ? OR cwd = ?)"
+                " OR json_extract(e.data, '$.project_root') = ?)",
                 project,
                 project,
                 project,
