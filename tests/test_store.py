@@ -317,3 +317,48 @@ def test_where_writes_a_single_indexed_kind_as_a_literal(store: Store) -> None:
         ["e.kind IN (?)", "e.kind IN (?,?)"],
         ["message", "read", "edit"],
     )
+
+
+def test_the_page_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None:
+    """The page indexes (schema.PAGE_INDEXES) are built one per transaction: a migration
+    stopped in the middle (here an error in the fourth, as a kill -9 would leave it:
+    the third committed, the fourth rolled back) keeps the schema version, and the next
+    run builds the rest, then bumps the version and drops its counters."""
+    from agentsrc_daemon.store import schema
+
+    at = MIGRATIONS.index(schema.ADD_PAGE_INDEXES)
+    conn = schema.connect(tmp_path / "db")
+    for v in range(at):
+        run_migration(conn, v)
+    names = [sql.split()[5] for sql in schema.PAGE_INDEXES]  # CREATE INDEX IF NOT EXISTS <name>
+    built: list[int] = []
+    real_step = schema._page_indexes_step
+
+    def dies_at_the_fourth(c: apsw.Connection, after: int, upto: int) -> None:
+        if after == 3:
+            raise KeyboardInterrupt  # what a kill leaves: this step's transaction undone
+        built.append(after)
+        real_step(c, after, upto)
+
+    broken = schema.ChunkedMigration("page_indexes", schema._begin_page_indexes,
+                                     dies_at_the_fourth, schema._finish_page_indexes, chunk=1)
+    MIGRATIONS[at] = broken
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_migration(conn, at)
+    finally:
+        MIGRATIONS[at] = schema.ADD_PAGE_INDEXES
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
+    assert [n for n in names if n in indexes] == names[:3]
+    assert conn.execute("PRAGMA user_version").fetchone() == (at,)
+    assert dict(conn.execute("SELECT name, value FROM counters WHERE name LIKE 'page_indexes%'")) == {
+        "page_indexes_done": 3, "page_indexes_target": len(names)}
+    assert built == [0, 1, 2]
+    steps: list[tuple[str, int, int]] = []
+    run_migration(conn, at, progress=lambda n, d, t: steps.append((n, d, t)))
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
+    assert set(names) <= indexes
+    assert conn.execute("PRAGMA user_version").fetchone() == (at + 1,)
+    assert list(conn.execute("SELECT name FROM counters WHERE name LIKE 'page_indexes%'")) == []
+    # Progress from where it resumed, one index at a time.
+    assert steps == [("page_indexes", d, len(names)) for d in range(3, len(names) + 1)]

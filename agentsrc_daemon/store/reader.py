@@ -141,16 +141,24 @@ class Reader:
                 (ids,),
             )
         )
-        states: dict[str, list[bool]] = {}
-        for sid, gone in self.conn.execute(
-            "SELECT ss.session_id, s.gone_at FROM session_sources ss"
-            " JOIN sources s ON s.id=ss.source_id"
-            " WHERE ss.session_id IN (SELECT value FROM json_each(?))",
-            (ids,),
-        ):
-            states.setdefault(sid, []).append(gone is None)
+        # (transcripts, those gone) per session, counted in SQL (a session can have
+        # hundreds of transcripts: its sub-agents'). The gone ones from their index
+        # (schema 10), not the sources' rows: a row holds its adapter state before
+        # gone_at, often past the page, so reading gone_at read its overflow pages (9 ms
+        # a page of sessions at 10 million events). Every session_sources row names a
+        # source: rows of sources are never deleted, and are inserted first.
+        sources = {
+            sid: (int(n), int(gone))
+            for sid, n, gone in self.conn.execute(
+                "SELECT ss.session_id, COUNT(*), COUNT(g.id) FROM session_sources ss"
+                " LEFT JOIN sources g INDEXED BY sources_gone"
+                " ON g.id = ss.source_id AND g.gone_at IS NOT NULL"
+                " WHERE ss.session_id IN (SELECT value FROM json_each(?)) GROUP BY ss.session_id",
+                (ids,),
+            )
+        }
         return [
-            _session_dict(row, int(subagents.get(row[0], 0)), states.get(row[0], []))
+            _session_dict(row, int(subagents.get(row[0], 0)), *sources.get(row[0], (0, 0)))
             for row in rows
         ]
 
@@ -211,7 +219,7 @@ class Reader:
         # the unary + keeps SQLite from ordering by the index. Except in the default
         # order, by the last event: `since` is a range of that index, and a model has
         # one of its own in that order (schema 10).
-        indexed = sort == "last" and not (until_ts or search)
+        indexed = sort == "last" and not (until_ts or search)  # (an agent: sessions_by_agent)
         order = key if indexed or not (model or since_ts or until_ts or search) else f"+{key}"
         sql = (
             f"SELECT {SESSION_COLUMNS}, {key} FROM sessions{where.sql()}"
@@ -864,9 +872,9 @@ class Reader:
         }
 
 
-def _session_dict(row: Sequence[Any], subagents: int, present: list[bool]) -> dict[str, Any]:
-    """A session row, its number of sub-agents and whether each of its transcripts is
-    still on disk, as the socket returns a session."""
+def _session_dict(row: Sequence[Any], subagents: int, sources: int, gone: int) -> dict[str, Any]:
+    """A session row, its number of sub-agents, of transcripts and of those gone from
+    disk, as the socket returns a session."""
     d = dict(zip(_SESSION_NAMES, row, strict=True))
     source = d.get("source")
     if isinstance(source, str) and source.startswith("{"):
@@ -876,9 +884,9 @@ def _session_dict(row: Sequence[Any], subagents: int, present: list[bool]) -> di
     # resume replays its parent's): its own transcript was never read.
     d["known_from_replay"] = d.pop("replayed_in") if not d.pop("own_record") else None
     d["subagents"] = subagents
-    if not present or all(present):
+    if not gone:
         d["source_state"] = "present"
-    elif any(present):
+    elif gone < sources:
         d["source_state"] = "partial"
     else:
         d["source_state"] = "gone"

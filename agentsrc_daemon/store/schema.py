@@ -163,13 +163,18 @@ COMMAND_FAILED = (
 # SQLite picks for `kind = 'read'`, over events_reads' id order, and then sorts). A path
 # given relative to the project is looked up by its last name (PATH_TAIL, lower-cased as
 # LIKE compares), then the kind; commands by exit code, and the failed ones. Sessions of
-# a model, in the default order. Each index reads the whole events table once (seconds
+# a model or an agent, in the default order; the sources gone. Each index reads the whole events table once (seconds
 # at 10 million events): each is a step of its own, committed with the count of those
 # built, so `status` shows the progress and a kill -9 resumes at the next one.
 PAGE_INDEXES = (
     "CREATE INDEX IF NOT EXISTS sessions_by_model"
     " ON sessions(model, COALESCE(last_event_at, started_at, '') DESC, id)"
     " WHERE model IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS sessions_by_agent"
+    " ON sessions(agent, COALESCE(last_event_at, started_at, '') DESC, id)",
+    # A page of sessions says which have transcripts gone from disk: that looked up in
+    # the sources' rows read their (overflowing) adapter state (reader._session_dicts).
+    "CREATE INDEX IF NOT EXISTS sources_gone ON sources(id, gone_at) WHERE gone_at IS NOT NULL",
     *(f"CREATE INDEX IF NOT EXISTS events_{kind}s_by_time ON events(COALESCE(ts, ''))"
       f" WHERE kind = '{kind}'" for kind in ("read", "edit", "command", "secret")),
     f"CREATE INDEX IF NOT EXISTS events_path_tails ON events(lower({PATH_TAIL}), kind)"
