@@ -59,7 +59,7 @@ KNOWN_WALKS: dict[str, str] = {
     **{f"{case} +since": _SINCE for case in (
         "files.reads", "files.reads glob *.py", "files.reads glob abs dir", "files.reads project",
         "files.reads deep", "files.edits", "files.edits glob", "commands.list",
-        "commands.list project", "findings.list", "findings.list type", "findings.list path",
+        "commands.list project", "findings.list", "findings.list path",
         "findings.list deep")},
     **{f"{case}{page}": _GLOB for case in (
         "files.reads glob *.py", "files.reads glob abs dir", "files.edits glob")
@@ -70,9 +70,6 @@ KNOWN_WALKS: dict[str, str] = {
     "commands.list failed +['before_id', 'order']": "failed commands newest first: the"
     " commands' time index, skipping those that did not fail (most do not, so a page walks"
     " several times its length; events_failed_commands is in id order)",
-    **{f"findings.list type{page}": "a finding's type is in its JSON: no index of it (findings"
-       " are a small kind: 1.7% of the events)"
-       for page in ("", " +['since_id']", " +['before_id']", " +['before_id', 'order']")},
     **{f"findings.list path{page}": "a finding's path or one of its candidate `paths` (JSON):"
        " an OR over a list, no index range"
        for page in ("", " +['since_id']", " +['before_id']", " +['before_id', 'order']")},
@@ -265,6 +262,7 @@ def test_no_page_walks_a_whole_kind(store: BigStore) -> None:
         ("events_path_tails", "files.edits", {"path": "src/x.py"}),
         ("events_exit_codes", "commands.list", {"exit_code": 1}),
         ("events_failed_commands", "commands.list", {"failed": True}),
+        ("events_secret_types", "findings.list", {"type": "Secret Keyword"}),
     ],
 )
 def test_a_dropped_index_is_caught(

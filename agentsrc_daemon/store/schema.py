@@ -162,10 +162,11 @@ COMMAND_FAILED = (
 # kind: one per kind, without the kind as a column (an index that leads with it is what
 # SQLite picks for `kind = 'read'`, over events_reads' id order, and then sorts). A path
 # given relative to the project is looked up by its last name (PATH_TAIL, lower-cased as
-# LIKE compares), then the kind; commands by exit code, and the failed ones. Sessions of
-# a model or an agent, in the default order; the sources gone. Each index reads the whole events table once (seconds
-# at 10 million events): each is a step of its own, committed with the count of those
-# built, so `status` shows the progress and a kill -9 resumes at the next one.
+# LIKE compares), then the kind; commands by exit code, and the failed ones; findings by
+# type. Sessions of a model or an agent, in the default order; the sources gone. Each
+# index reads the whole events table once (seconds at 10 million events): each is a step
+# of its own, committed with the count of those built, so `status` shows the progress
+# and a kill -9 resumes at the next one.
 PAGE_INDEXES = (
     "CREATE INDEX IF NOT EXISTS sessions_by_model"
     " ON sessions(model, COALESCE(last_event_at, started_at, '') DESC, id)"
@@ -183,6 +184,8 @@ PAGE_INDEXES = (
     " WHERE kind = 'command'",
     "CREATE INDEX IF NOT EXISTS events_failed_commands ON events(id)"
     f" WHERE kind = 'command' AND {COMMAND_FAILED}",
+    "CREATE INDEX IF NOT EXISTS events_secret_types ON events(json_extract(data, '$.type'))"
+    " WHERE kind = 'secret'",
 )
 
 
