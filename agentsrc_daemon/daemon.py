@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import os
 import signal
 import threading
@@ -77,6 +78,51 @@ BACKFILL_PROGRESS_S = 0.25
 # in its commits (Store.defer_search_index); $AGENTSRC_SEARCH_DEFER_MIN_BACKLOG (bytes)
 # overrides it for tests.
 SEARCH_DEFER_MIN_BACKLOG = 64 << 20
+
+
+# A step of the loop (a commit, a checkpoint, a scan, a garbage collection) that takes
+# longer than this is logged with its name and time (``slow_step``): a live append waits
+# for whatever the loop is doing, so this is how its tail latency is traced.
+# $AGENTSRC_SLOW_STEP_MS overrides it (the latency benchmark sets it low).
+SLOW_STEP_MS = 250.0
+
+
+def slow_step_ms() -> float:
+    env = os.environ.get("AGENTSRC_SLOW_STEP_MS", "").strip()
+    try:
+        return float(env) if env else SLOW_STEP_MS
+    except ValueError:
+        return SLOW_STEP_MS
+
+
+class StepTimer:
+    """Logs the loop's steps (and Python's garbage collections) over a threshold."""
+
+    def __init__(self, threshold_ms: float) -> None:
+        self.threshold_s = threshold_ms / 1000
+        self._gc_at = 0.0
+
+    @contextlib.contextmanager
+    def step(self, name: str, **fields: Any) -> Iterator[dict[str, Any]]:
+        """Times the block; it may add fields to the dict it is given (known after)."""
+        t0 = time.perf_counter()
+        try:
+            yield fields
+        finally:
+            took = time.perf_counter() - t0
+            if took >= self.threshold_s:
+                log.warning("slow_step", step=name, ms=round(took * 1000, 1), **fields)
+
+    def on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        # gc.callbacks: a collection of the oldest generation walks every object the
+        # daemon holds (tens of thousands of cursors in a large home).
+        if phase == "start":
+            self._gc_at = time.perf_counter()
+            return
+        took = time.perf_counter() - self._gc_at
+        if took >= self.threshold_s:
+            log.warning("slow_step", step="gc", ms=round(took * 1000, 1),
+                        generation=info.get("generation"), collected=info.get("collected"))
 
 
 def search_defer_min_backlog() -> int:
@@ -232,6 +278,7 @@ class Daemon:
         self.migration: dict[str, Any] | None = None
         self._store_ready = threading.Event()  # queries other than status wait for it
         self._wal_dirty = False  # committed since the WAL was last truncated
+        self.timer = StepTimer(slow_step_ms())
 
     # ---- start-up ----------------------------------------------------------------
 
@@ -293,6 +340,7 @@ class Daemon:
 
     def start(self) -> None:
         limit_arenas()
+        gc.callbacks.append(self.timer.on_gc)
         lock_fd = self.acquire_lock()
         server = None
         pending = schema.chunked_pending(self.cfg.db_path)
@@ -306,7 +354,9 @@ class Daemon:
         # comes first, and status must not look like a migration at 0%.
         store = Store(self.cfg.db_path, progress=self._on_migration)
         ingestor = self._build_ingestor()
-        ingestor.cursors = store.load_cursors()
+        # The adapter states stay in the store until their file is read.
+        ingestor.cursors = store.load_cursors(states=False)
+        ingestor.state_loader = store.cursor_state
         self.components = Components(
             lock_fd=lock_fd,
             store=store,
@@ -491,18 +541,21 @@ class Daemon:
                 self._reload.clear()
                 self.reload()
             if now >= next_root_check:
-                self.components.watcher.check_roots()
+                with self.timer.step("check_roots"):
+                    self.components.watcher.check_roots()
                 next_root_check = now + ROOT_CHECK_INTERVAL_S
             if self.dirty.take_reconcile_request():
                 log.warning("inotify_overflow_reconcile")
                 next_reconcile = now
             if now >= next_reconcile:
-                self.reconcile()
+                with self.timer.step("reconcile"):
+                    self.reconcile()
                 next_reconcile = time.monotonic() + self.reconcile_stats.interval_s
             paths, dirs = self.dirty.take()
-            for d in dirs:
-                self._scan_dir(d)
-            self._queue_appended(paths)
+            with self.timer.step("queue", dirs=len(dirs), paths=len(paths)):
+                for d in dirs:
+                    self._scan_dir(d)
+                self._queue_appended(paths)
             self._requeue_retries()
             if self.pending and self.store_errors.waiting():
                 # The last commit failed (the disk full): nothing is read until the next
@@ -510,9 +563,11 @@ class Daemon:
                 self.dirty.wakeup.wait(min(self.store_errors.waiting(), 1.0))
                 continue
             if self.pending:
-                self._work()
+                with self.timer.step("work", files=len(self.pending)):
+                    self._work()
                 self._backlog_stale = True
-                self._refresh_backlog()
+                with self.timer.step("backlog"):
+                    self._refresh_backlog()
                 if time.monotonic() - last_status > 2.0:
                     last_status = time.monotonic()
                     self.notifier.status(self._status_line())
@@ -521,7 +576,8 @@ class Daemon:
             if self._backlog_stale:
                 # Not on every wake-up: it sums over every cursor (20,000 of them in a
                 # large home), and an idle daemon wakes every 2 s for the root check.
-                self._refresh_backlog(force=True)
+                with self.timer.step("backlog"):
+                    self._refresh_backlog(force=True)
             if not self._initial_done:
                 self._initial_done = True
                 self.components.store.end_search_deferral()
@@ -533,9 +589,10 @@ class Daemon:
                 # The search index of the events stored before it existed: one chunk
                 # (its own transaction) at a time, when no file is waiting.
                 try:
-                    more = self.components.store.build_search_step(
-                        int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
-                    )
+                    with self.timer.step("search_index_step"):
+                        more = self.components.store.build_search_step(
+                            int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
+                        )
                 except STORE_WRITE_ERRORS as exc:
                     delay = self.store_errors.failed(exc)
                     log.warning("search_index_step_failed", error=type(exc).__name__,
@@ -551,7 +608,7 @@ class Daemon:
             if self._wal_dirty:
                 # Idle: the WAL goes back to nothing (a reader mid-transaction holds it:
                 # then again shortly).
-                with contextlib.suppress(*STORE_WRITE_ERRORS):  # a full disk: again soon
+                with contextlib.suppress(*STORE_WRITE_ERRORS), self.timer.step("truncate_wal"):
                     self._wal_dirty = not self.components.store.truncate_wal()
                 if self._wal_dirty:
                     wake_at = min(wake_at, time.monotonic() + WAL_RETRY_S)
@@ -698,7 +755,10 @@ class Daemon:
             hook = os.environ.get(FULL_HOOK_ENV)
             if hook and os.path.exists(hook):
                 raise apsw.FullError("database or disk is full (test hook)")
-            inserted = self.components.store.commit(batch)
+            with self.timer.step("commit", events=len(batch.events) + len(batch.rows),
+                                 files=len(batch.cursors)) as step:
+                inserted = self.components.store.commit(batch)
+                step["checkpoint_ms"] = self.components.store.checkpoint_ms
         except STORE_WRITE_ERRORS as exc:
             self._commit_failed(batch, exc)
             return False
@@ -711,7 +771,8 @@ class Daemon:
         # Checked after the commit: a subscriber registering later finds these events
         # in its backlog query, so skipping the rows when nobody listens leaves no gap.
         if inserted and self.hub.count():
-            self.hub.publish(inserted.rows())
+            with self.timer.step("publish"):
+                self.hub.publish(inserted.rows())
         return True
 
     def _commit_failed(self, batch: Batch, exc: BaseException) -> None:
@@ -874,6 +935,8 @@ class Daemon:
             parts.sink.stop()  # a push in flight may still be answered: its ack is saved
             self._save_sink_ack()
         parts.store.close()
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self.timer.on_gc)
         with contextlib.suppress(OSError):
             os.close(parts.lock_fd)
         log.info("stopped")

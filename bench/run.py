@@ -50,8 +50,11 @@ BIG_LINE_BYTES = 50 * 1000 * 1000
 
 
 class Daemon:
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None,
+                 code: Path | None = None) -> None:
+        """``code``: another tree whose daemon runs (a baseline's), else this one's."""
         self.home = home
+        self.code = code
         self.dir = Path(tempfile.mkdtemp(prefix="asb-", dir="/tmp"))
         self.sock = self.dir / "s" / "agentsrc.sock"
         self.env = {
@@ -68,14 +71,32 @@ class Daemon:
 
     def start(self) -> float:
         t0 = time.perf_counter()
+        env = self.env if self.code is None else {**self.env, "PYTHONPATH": str(self.code)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", "--log-level", "warning"],
-            env=self.env,
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=open(self.dir / "log", "wb"),  # noqa: SIM115
-            cwd=str(REPO),
+            cwd=str(self.code or REPO),
         )
         return t0
+
+    def slow_steps(self) -> str:
+        """The daemon's ``slow_step`` log lines (AGENTSRC_SLOW_STEP_MS), summed per step:
+        what the loop was doing when a live append waited."""
+        steps: dict[str, list[float]] = {}
+        try:
+            lines = (self.dir / "log").read_bytes().splitlines()
+        except OSError:
+            return ""
+        for line in lines:
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and rec.get("event") == "slow_step":
+                steps.setdefault(str(rec.get("step")), []).append(float(rec.get("ms", 0)))
+        return ", ".join(f"{k} {len(v)}x (max {max(v):.0f} ms)" for k, v in sorted(steps.items()))
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         with Client(self.sock, timeout=60) as c:
@@ -388,36 +409,66 @@ def store_home(store: Path) -> Path:
 def bench_latency(args: argparse.Namespace) -> None:
     """Append -> subscriber. With --backfill-copies N the home also holds N copies of
     the corpus (hard links to make_home's), so the appends land while the daemon
-    backfills them: the load of a big first catch-up."""
+    backfills them: the load of a big first catch-up. With --baseline TREE the runs
+    alternate between that tree's daemon and this one's (--runs of each)."""
     base = Path(tempfile.mkdtemp(prefix="asl-"))
     home = base / "home"
+    data: Path | None = None
     if args.bigstore:
         # A store built by bench/bigstore.py: its home used in place (the store's paths
-        # are absolute), its database copied (a daemon writes what it opens).
+        # are absolute), its database copied once into --workdir (a daemon writes what
+        # it opens) and shared by the runs. Each run appends to files of its own in a
+        # project directory of its own, removed after: the store's files are untouched.
         home = store_home(Path(args.bigstore))
-    elif args.backfill_copies:
-        shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
-                        copy_function=os.link)
-    proj = home / ".claude" / "projects" / f"-bench-latency-{os.getpid()}"
-    proj.mkdir(parents=True)
-    base_proj = proj if args.bigstore else base
-    files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
-    for f in files:
-        f.write_bytes(b"")
-    d = Daemon(home)
-    if args.bigstore:
-        data = d.dir / "data"
-        data.mkdir(mode=0o700, parents=True)
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        data = Path(tempfile.mkdtemp(prefix="asl-data-", dir=args.workdir))
+        t = time.perf_counter()
         for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
             src = Path(args.bigstore) / "data" / name
             if src.exists():
                 shutil.copyfile(src, data / name)
                 os.chmod(data / name, 0o600)
+        print(f"latency: {args.bigstore}: database copied in {time.perf_counter() - t:.0f} s")
+    elif args.backfill_copies:
+        shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
+                        copy_function=os.link)
+    codes: list[Path | None] = [None]
+    if args.baseline:
+        codes = [Path(args.baseline).resolve(), None]
+    results: dict[str, list[float]] = {}
+    try:
+        for i in range(args.runs):
+            for code in codes if i % 2 == 0 else codes[::-1]:
+                name = "baseline" if code is not None else "this tree"
+                p50, p99 = _latency_run(args, home, data, code, f"{i}{'b' if code else 't'}", name)
+                results.setdefault(name, []).extend([p50, p99])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        if data is not None:
+            shutil.rmtree(data, ignore_errors=True)
+    if args.runs > 1 or args.baseline:
+        for name, figs in results.items():
+            print(f"  {name}: median of {len(figs) // 2} runs: p50 "
+                  f"{statistics.median(figs[0::2]):.1f} ms, p99 {statistics.median(figs[1::2]):.1f} ms")
+
+
+def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: Path | None,
+                 tag: str, name: str) -> tuple[float, float]:
+    proj = home / ".claude" / "projects" / f"-bench-latency-{os.getpid()}-{tag}"
+    proj.mkdir(parents=True)
+    files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
+    for f in files:
+        f.write_bytes(b"")
+    env = {"AGENTSRC_SLOW_STEP_MS": str(args.slow_step_ms)}
+    if data is not None:
+        env["AGENTSRC_DATA_DIR"] = str(data)
+    d = Daemon(home, env, code=code)
     latencies: list[float] = []
     sent: dict[str, float] = {}
     lock = threading.Lock()
     during_backfill = 0
     live_events = 0
+    steps = ""
     try:
         d.start()
         if args.backfill_copies and not args.bigstore:
@@ -454,7 +505,7 @@ def bench_latency(args: argparse.Namespace) -> None:
 
         def writer(i: int, f: Path) -> None:
             for n in range(args.appends):
-                token = f"f{i}-n{n}"
+                token = f"f{i}-n{n}-{tag}"
                 rec = {
                     "type": "user",
                     "sessionId": f.stem,
@@ -476,10 +527,10 @@ def bench_latency(args: argparse.Namespace) -> None:
         for t in threads:
             t.join()
         done.wait(30)
+        steps = d.slow_steps()
     finally:
         d.stop()
-        shutil.rmtree(base, ignore_errors=True)
-        shutil.rmtree(base_proj, ignore_errors=True)
+        shutil.rmtree(proj, ignore_errors=True)
     latencies.sort()
     n = len(latencies)
     p50 = latencies[n // 2] * 1000
@@ -491,9 +542,12 @@ def bench_latency(args: argparse.Namespace) -> None:
         load = (f", during the cold backfill of {args.backfill_copies} copies of the corpus"
                 f" (still catching up at the last: {'yes' if during_backfill else 'no'})")
     print(
-        f"latency append -> subscriber, {args.files} files appended concurrently, {n} events"
+        f"latency append -> subscriber ({name}), {args.files} files appended concurrently, {n} events"
         f"{load}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
     )
+    if steps:
+        print(f"  steps over {args.slow_step_ms:g} ms: {steps}")
+    return p50, p99
 
 
 def wait_for_events(d: Daemon, n: int) -> None:
@@ -811,6 +865,11 @@ def main() -> None:
     lat.add_argument("--workdir", default="/tmp/agentsrc-bench")
     lat.add_argument("--bigstore", default="",
                      help="a bench/bigstore.py store (its dir: data/ and home/): append on top of a copy")
+    lat.add_argument("--baseline", default="",
+                     help="another tree (main's checkout): its daemon and this one's alternate")
+    lat.add_argument("--runs", type=int, default=1, help="runs of each daemon")
+    lat.add_argument("--slow-step-ms", type=float, default=30.0,
+                     help="the daemon logs loop steps longer than this (AGENTSRC_SLOW_STEP_MS)")
     idle = sub.add_parser("idle")
     idle.add_argument("--files", type=int, default=500)
     idle.add_argument("--seconds", type=float, default=60)
@@ -840,7 +899,9 @@ def main() -> None:
     elif args.cmd == "all":
         bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench",
                                           settle=5.0, no_agentsview=False, agentsview_version="0.46.1"))
-        bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore=""))
+        bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore="",
+                                         baseline="", runs=1, slow_step_ms=30.0,
+                                         workdir="/tmp/agentsrc-bench"))
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,

@@ -34,8 +34,14 @@ class Cursor:
     # 100 MB of JSON (decoding them all took 3 s of every start), and most files are
     # never read again. ``load_state`` decodes it when the file is.
     state_json: bytes | str | None = None
+    # The state was not even read at start (Store.load_cursors(states=False)): it is
+    # still in the store, fetched when the file is read (Ingestor.load_state), and a
+    # cursor saved without it leaves the store's copy as it is.
+    state_in_store: bool = False
 
     def load_state(self) -> dict[str, Any] | None:
+        if self.state_in_store:
+            raise RuntimeError(f"the state of {self.path} is still in the store")
         if self.state_json is not None:
             if self.state is None:
                 self.state = orjson.loads(self.state_json)

@@ -171,10 +171,14 @@ class Ingestor:
     readers: dict[str, OpenCodeDB] = field(default_factory=dict)
     caught_up: set[str] = field(default_factory=set)
     busy: dict[str, float] = field(default_factory=dict)  # path -> the next retry delay
+    # A cursor's state left in the store at start (Cursor.state_in_store), by source id:
+    # Store.cursor_state, set by the daemon.
+    state_loader: Callable[[int], bytes | str | None] | None = None
 
     def take_over(self, old: Ingestor) -> None:
         """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
         self.cursors = old.cursors
+        self.state_loader = old.state_loader
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
 
@@ -198,6 +202,16 @@ class Ingestor:
         if c is None:
             c = self.cursors[spec.path] = Cursor(spec.path, spec.adapter, spec.mode)
         return c
+
+    def load_state(self, cursor: Cursor) -> None:
+        """The cursor's adapter state, fetched from the store if it was left there at
+        start, and decoded (before a round, here or in a worker)."""
+        if cursor.state_in_store:
+            if self.state_loader is None or cursor.source_id is None:
+                raise RuntimeError(f"no way to read the state of {cursor.path} from the store")
+            cursor.state_json = self.state_loader(cursor.source_id)
+            cursor.state_in_store = False
+        cursor.load_state()
 
     def needs_read(self, spec: sources.SourceSpec, st: os.stat_result) -> bool:
         """Cheap check from a stat (reconcile scans): does this file have news?"""
@@ -244,7 +258,7 @@ class Ingestor:
         """One round of a source. A JSONL round ends early, after a line, once ``stop()``
         says so."""
         cursor = self.cursor_for(spec)
-        cursor.load_state()  # decoded only for files read (see Cursor.state_json)
+        self.load_state(cursor)  # read and decoded only for files read
         if spec.mode == sources.JSONL:
             rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes, stop)
         elif spec.mode == sources.DOCUMENT:

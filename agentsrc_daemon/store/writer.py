@@ -128,6 +128,11 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    @property
+    def checkpoint_ms(self) -> float:
+        """The WAL checkpoint the last commit ran, in ms (0: none; see WalBound)."""
+        return self._wal.last_ms
+
     def truncate_wal(self) -> bool:
         """Checkpoint the whole WAL and truncate it to nothing (when idle). A reader in
         the middle of a transaction holds it: then give up at once (the ingest loop must
@@ -149,11 +154,16 @@ class Store:
 
     # ---- cursors ---------------------------------------------------------------
 
-    def load_cursors(self) -> dict[str, Cursor]:
+    def load_cursors(self, *, states: bool = True) -> dict[str, Cursor]:
+        """Every file's cursor. With ``states`` False (the daemon's start) the adapter
+        states are not read: a large home holds about 100 MB of them, and most files
+        are never read again; ``cursor_state`` fetches one when its file is read."""
         out: dict[str, Cursor] = {}
+        state_column = "state" if states else "NULL"
         for row in self.conn.execute(
             "SELECT id, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len,"
-            " head_hash, skipping, state, generation, lines, skipped, gone_at FROM sources"
+            f" head_hash, skipping, {state_column}, generation, lines, skipped, gone_at"
+            " FROM sources"
         ):
             (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
              skipping, state, generation, lines, skipped, gone_at) = row
@@ -171,6 +181,7 @@ class Store:
                 head_hash=head_hash,
                 skipping=bool(skipping),
                 state_json=state or None,  # decoded when the file is read
+                state_in_store=not states,
                 generation=generation,
                 lines=lines,
                 skipped=orjson.loads(skipped) if skipped else {},
@@ -184,8 +195,13 @@ class Store:
         database has them (a file absent has none committed). The source ids are
         re-read too: the failed transaction may have made some that no longer exist."""
         self._source_ids.clear()
-        committed = self.load_cursors()
+        committed = self.load_cursors(states=False)
         return {p: committed[p] for p in paths if p in committed}
+
+    def cursor_state(self, source_id: int) -> bytes | str | None:
+        """One file's adapter state as stored (JSON), for a cursor loaded without it."""
+        row = self.conn.execute("SELECT state FROM sources WHERE id=?", (source_id,)).fetchone()
+        return (row[0] or None) if row is not None else None
 
     def _source_id(self, cursor: Cursor) -> int:
         sid = cursor.source_id or self._source_ids.get(cursor.path)
@@ -203,6 +219,17 @@ class Store:
 
     def _save_cursor(self, c: Cursor) -> None:
         sid = self._source_id(c)
+        if c.state_in_store:
+            # Its state never left the store (a file marked gone, say): kept as it is.
+            self.conn.execute(
+                "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?,"
+                " offset=?, head_len=?, head_hash=?, skipping=?, generation=?, lines=?,"
+                " skipped=?, gone_at=?, updated_at=? WHERE id=?",
+                (c.adapter, c.mode, c.dev, c.ino, c.size, c.mtime_ns, c.offset, c.head_len,
+                 c.head_hash, int(c.skipping), c.generation, c.lines,
+                 orjson.dumps(c.skipped).decode(), c.gone_at, utc_now(), sid),
+            )
+            return
         self.conn.execute(
             "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?,"
             " head_len=?, head_hash=?, skipping=?, state=?, generation=?, lines=?, skipped=?,"
