@@ -37,8 +37,9 @@ from .rpc import methods as rpc
 from .rpc.transport import Handler, Hub, Server
 from .store import Batch, Reader, Store, schema
 from .store import sink as sink_store
+from .store.checkpoint import Checkpointer
 from .store.writer import SEARCH_CHUNK_IDS
-from .system.memory import limit_arenas, release_freed_memory, rss_bytes
+from .system.memory import freeze_heap, limit_arenas, release_freed_memory, rss_bytes
 from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -66,6 +67,15 @@ MIGRATION_WAIT_S = 10.0
 MIGRATING = -32001  # the error code of a query that came during a migration
 # When idle, a WAL truncate that a reader blocked is tried again this soon.
 WAL_RETRY_S = 1.0
+# The WAL is truncated once no commit came for this long: not between the appends of a
+# live session (each truncate is a checkpoint on this thread, and the file grows again
+# at the next commit).
+WAL_IDLE_S = 2.0
+# $AGENTSRC_CHECKPOINT_THREAD=0: checkpoints on the ingest thread only, as before the
+# Checkpointer (store/checkpoint.py), to measure what it changes.
+CHECKPOINT_THREAD_ENV = "AGENTSRC_CHECKPOINT_THREAD"
+# $AGENTSRC_GC_FREEZE=0: the heap is not frozen once live (system/memory.freeze_heap).
+GC_FREEZE_ENV = "AGENTSRC_GC_FREEZE"
 # While appends come in (within APPENDS_RECENT_S), this thread's backfill rounds read at
 # most this much of a file: an append waits for a few milliseconds of parsing, not 4 MiB.
 LIVE_ROUND_BUDGET_BYTES = 128 << 10
@@ -223,6 +233,7 @@ class Components:
     server: Server
     watcher: Watcher
     sink: Any = None  # sink.pusher.Pusher when [sink.clickhouse] is configured
+    checkpointer: Checkpointer | None = None  # WAL checkpoints off this thread
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -278,6 +289,7 @@ class Daemon:
         self.migration: dict[str, Any] | None = None
         self._store_ready = threading.Event()  # queries other than status wait for it
         self._wal_dirty = False  # committed since the WAL was last truncated
+        self._committed_at = 0.0  # monotonic, the last commit (see WAL_IDLE_S)
         self.timer = StepTimer(slow_step_ms())
 
     # ---- start-up ----------------------------------------------------------------
@@ -365,6 +377,9 @@ class Daemon:
             watcher=Watcher(self.cfg.watch_points(), self.dirty),
         )
         self.components.sink = self._start_sink(store)
+        if os.environ.get(CHECKPOINT_THREAD_ENV, "1") != "0":
+            self.components.checkpointer = Checkpointer(self.cfg.db_path)
+            self.components.checkpointer.start()
         # Set before the server starts: its threads call status(), which reads them.
         self.components.watcher.start(on_root_appeared=self._scan_root)
         # The first reconcile before the socket answers, so status never reports a
@@ -598,7 +613,7 @@ class Daemon:
                     log.warning("search_index_step_failed", error=type(exc).__name__,
                                 retry_in_s=delay, failures=self.store_errors.count)
                 else:
-                    self._wal_dirty = True
+                    self._wal_committed()
                     if not more:
                         self._release_backfill_memory()  # what the build held, too
                 continue
@@ -606,22 +621,37 @@ class Daemon:
             if self.store_errors.waiting():
                 wake_at = min(wake_at, self.store_errors.retry_at)
             if self._wal_dirty:
-                # Idle: the WAL goes back to nothing (a reader mid-transaction holds it:
-                # then again shortly).
-                with contextlib.suppress(*STORE_WRITE_ERRORS), self.timer.step("truncate_wal"):
-                    self._wal_dirty = not self.components.store.truncate_wal()
-                if self._wal_dirty:
-                    wake_at = min(wake_at, time.monotonic() + WAL_RETRY_S)
+                wake_at = min(wake_at, self._truncate_wal_if_idle())
             timeout = wake_at - time.monotonic()
             if self.notifier.watchdog_every:
                 timeout = min(timeout, self.notifier.watchdog_every)
             self.dirty.wakeup.wait(max(0.0, timeout))
+
+    def _wal_committed(self) -> None:
+        self._wal_dirty = True
+        self._committed_at = time.monotonic()
+        if self.components.checkpointer is not None:
+            self.components.checkpointer.notify()
+
+    def _truncate_wal_if_idle(self) -> float:
+        """Idle: the WAL goes back to nothing once no commit came for WAL_IDLE_S (a
+        reader mid-transaction holds it: then again shortly). Returns when to look
+        again (infinity: done)."""
+        now = time.monotonic()
+        idle_at = self._committed_at + (WAL_IDLE_S if self.components.checkpointer else 0.0)
+        if now < idle_at:
+            return idle_at
+        with contextlib.suppress(*STORE_WRITE_ERRORS), self.timer.step("truncate_wal"):
+            self._wal_dirty = not self.components.store.truncate_wal()
+        return now + WAL_RETRY_S if self._wal_dirty else float("inf")
 
     def _release_backfill_memory(self) -> None:
         """Live: what the backfill freed goes back to the OS (system/memory.py), so the
         live daemon's RSS is its working set, not the backfill's peak."""
         self.components.store.shrink_cache()
         release_freed_memory()
+        if os.environ.get(GC_FREEZE_ENV, "1") != "0":
+            freeze_heap()
         log.info("memory_released", rss=rss_bytes())
 
     def _queue_appended(self, paths: set[str]) -> None:
@@ -763,7 +793,7 @@ class Daemon:
             self._commit_failed(batch, exc)
             return False
         self.store_errors.succeeded()
-        self._wal_dirty = True
+        self._wal_committed()
         sink = self.components.sink
         if sink is not None:
             sink.notify()
@@ -931,6 +961,8 @@ class Daemon:
         parts.watcher.stop()
         parts.server.stop()
         parts.ingestor.close()
+        if parts.checkpointer is not None:
+            parts.checkpointer.stop()
         if parts.sink is not None:
             parts.sink.stop()  # a push in flight may still be answered: its ack is saved
             self._save_sink_ack()

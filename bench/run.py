@@ -81,9 +81,12 @@ class Daemon:
         )
         return t0
 
-    def slow_steps(self) -> str:
-        """The daemon's ``slow_step`` log lines (AGENTSRC_SLOW_STEP_MS), summed per step:
-        what the loop was doing when a live append waited."""
+    def slow_steps(self, since: float = 0.0) -> str:
+        """The daemon's ``slow_step`` log lines (AGENTSRC_SLOW_STEP_MS) logged after
+        ``since`` (a time.time()), summed per step: what the loop was doing when a live
+        append waited."""
+        from datetime import datetime
+
         steps: dict[str, list[float]] = {}
         try:
             lines = (self.dir / "log").read_bytes().splitlines()
@@ -94,8 +97,15 @@ class Daemon:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(rec, dict) and rec.get("event") == "slow_step":
-                steps.setdefault(str(rec.get("step")), []).append(float(rec.get("ms", 0)))
+            if not isinstance(rec, dict) or "timestamp" not in rec:
+                continue
+            if datetime.fromisoformat(str(rec["timestamp"]).replace("Z", "+00:00")).timestamp() < since:
+                continue
+            if rec.get("event") == "slow_step":
+                step = str(rec.get("step"))
+                if step == "gc":
+                    step = f"gc{rec.get('generation')}"
+                steps.setdefault(step, []).append(float(rec.get("ms", 0)))
         return ", ".join(f"{k} {len(v)}x (max {max(v):.0f} ms)" for k, v in sorted(steps.items()))
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -460,6 +470,8 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
     for f in files:
         f.write_bytes(b"")
     env = {"AGENTSRC_SLOW_STEP_MS": str(args.slow_step_ms)}
+    if code is not None:
+        env.update(kv.split("=", 1) for kv in getattr(args, "baseline_env", []))
     if data is not None:
         env["AGENTSRC_DATA_DIR"] = str(data)
     d = Daemon(home, env, code=code)
@@ -522,12 +534,13 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
                 time.sleep(0.1)
 
         threads = [threading.Thread(target=writer, args=(i, f)) for i, f in enumerate(files)]
+        appends_from = time.time()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         done.wait(30)
-        steps = d.slow_steps()
+        steps = d.slow_steps(since=appends_from)
     finally:
         d.stop()
         shutil.rmtree(proj, ignore_errors=True)
@@ -546,7 +559,7 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
         f"{load}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
     )
     if steps:
-        print(f"  steps over {args.slow_step_ms:g} ms: {steps}")
+        print(f"  loop steps over {args.slow_step_ms:g} ms while appending: {steps}")
     return p50, p99
 
 
@@ -867,6 +880,9 @@ def main() -> None:
                      help="a bench/bigstore.py store (its dir: data/ and home/): append on top of a copy")
     lat.add_argument("--baseline", default="",
                      help="another tree (main's checkout): its daemon and this one's alternate")
+    lat.add_argument("--baseline-env", action="append", default=[], metavar="NAME=VALUE",
+                     help="environment of the baseline's daemon (--baseline . and a flag: "
+                          "this tree with a feature off)")
     lat.add_argument("--runs", type=int, default=1, help="runs of each daemon")
     lat.add_argument("--slow-step-ms", type=float, default=30.0,
                      help="the daemon logs loop steps longer than this (AGENTSRC_SLOW_STEP_MS)")
