@@ -74,6 +74,9 @@ WAL_IDLE_S = 2.0
 # $AGENTSRC_CHECKPOINT_THREAD=0: checkpoints on the ingest thread only, as before the
 # Checkpointer (store/checkpoint.py), to measure what it changes.
 CHECKPOINT_THREAD_ENV = "AGENTSRC_CHECKPOINT_THREAD"
+# $AGENTSRC_PROFILE_START=FILE: cProfile from run() until live, its stats written to FILE
+# (where a start's time goes, on a large store).
+PROFILE_START_ENV = "AGENTSRC_PROFILE_START"
 # $AGENTSRC_GC_FREEZE=0: the heap is not frozen once live (system/memory.freeze_heap).
 GC_FREEZE_ENV = "AGENTSRC_GC_FREEZE"
 # While appends come in (within APPENDS_RECENT_S), this thread's backfill rounds read at
@@ -290,6 +293,7 @@ class Daemon:
         self._store_ready = threading.Event()  # queries other than status wait for it
         self._wal_dirty = False  # committed since the WAL was last truncated
         self._committed_at = 0.0  # monotonic, the last commit (see WAL_IDLE_S)
+        self._profile: tuple[Any, str] | None = None  # see PROFILE_START_ENV
         self.timer = StepTimer(slow_step_ms())
 
     # ---- start-up ----------------------------------------------------------------
@@ -514,6 +518,12 @@ class Daemon:
     # ---- the loop ------------------------------------------------------------------
 
     def run(self) -> int:
+        profile_to = os.environ.get(PROFILE_START_ENV)
+        if profile_to:
+            import cProfile
+
+            self._profile = (cProfile.Profile(), profile_to)
+            self._profile[0].enable()
         try:
             self.start()
         except AlreadyRunning as exc:
@@ -598,6 +608,10 @@ class Daemon:
                 self.components.store.end_search_deferral()
                 self._release_backfill_memory()
                 self.progress.live_since = time.time()
+                if self._profile is not None:
+                    self._profile[0].disable()
+                    self._profile[0].dump_stats(self._profile[1])
+                    self._profile = None
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
             if self.components.store.search_backlog() and not self.store_errors.waiting():

@@ -666,41 +666,52 @@ def _task_cpu(pid: int) -> float:
 def bench_startup(args: argparse.Namespace) -> None:
     """Restarts of the daemon on a built store (bench/bigstore.py: DIR/data, DIR/home):
     the time until the socket answers and until it is live, asked over the socket. The
-    data dir is copied first (the original is never opened); the home is only read."""
+    data dir is copied first (the original is never opened); the home is only read.
+    With --baseline TREE, that tree's daemon and this one's start in turn on the copy
+    (neither migrates it: they must be at the same schema)."""
     store = Path(args.store)
     home = store_home(store)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="ass-", dir=args.workdir))
     data = work / "data"
+    codes: list[Path | None] = [None]
+    if args.baseline:
+        codes = [Path(args.baseline).resolve(), None]
     try:
         t = time.perf_counter()
         shutil.copytree(store / "data", data, copy_function=shutil.copyfile)
         db = sum(f.stat().st_size for f in data.iterdir())
         print(f"startup: {store.name}: data dir copied ({db / 2**30:.2f} GiB) in "
               f"{time.perf_counter() - t:.0f} s")
-        answer, live, cpu = [], [], []
+        figs: dict[str, list[tuple[float, float, float]]] = {}
         for i in range(args.repeats + 1):  # the first start may migrate: reported apart
-            d = Daemon(home, env={"AGENTSRC_DATA_DIR": str(data)})
-            try:
-                t0 = d.start()
-                st = d.wait_live(poll=0.02)
-                t1 = time.perf_counter()
-                assert d.proc is not None
-                used = _task_cpu(d.proc.pid)
-                assert d.ready_at is not None
-                figures = (d.ready_at - t0, t1 - t0, used)
-                print(f"  start {i}: socket answers {figures[0]:.2f} s, live {figures[1]:.2f} s, "
-                      f"CPU {used:.2f} s; {st['events']:,} events, {st['sessions']:,} sessions, "
-                      f"{st['files']:,} files; reconcile {st['reconcile']['cpu_ms']:.0f} ms CPU, "
-                      f"next in {st['reconcile']['interval_s']:.0f} s"
-                      + ("  (first: may migrate)" if i == 0 else ""))
-                if i:
-                    answer.append(figures[0])
-                    live.append(figures[1])
-                    cpu.append(figures[2])
-            finally:
-                d.stop()
-        print(f"  median of {args.repeats}: socket {statistics.median(answer):.2f} s, "
-              f"live {statistics.median(live):.2f} s, CPU {statistics.median(cpu):.2f} s")
+            for code in codes if i % 2 == 0 else codes[::-1]:
+                name = "baseline" if code is not None else "this tree"
+                env = {"AGENTSRC_DATA_DIR": str(data)}
+                if args.profile:
+                    env["AGENTSRC_PROFILE_START"] = str(Path(args.profile).resolve() / f"start-{i}-{name[0]}.prof")
+                d = Daemon(home, env=env, code=code)
+                try:
+                    t0 = d.start()
+                    st = d.wait_live(poll=0.02)
+                    t1 = time.perf_counter()
+                    assert d.proc is not None
+                    used = _task_cpu(d.proc.pid)
+                    assert d.ready_at is not None
+                    f = (d.ready_at - t0, t1 - t0, used)
+                    print(f"  start {i} ({name}): socket answers {f[0]:.2f} s, live {f[1]:.2f} s, "
+                          f"CPU {used:.2f} s; {st['events']:,} events, {st['sessions']:,} sessions, "
+                          f"{st['files']:,} files; reconcile {st['reconcile']['cpu_ms']:.0f} ms CPU, "
+                          f"next in {st['reconcile']['interval_s']:.0f} s"
+                          + ("  (first: may migrate)" if i == 0 else ""))
+                    if i:
+                        figs.setdefault(name, []).append(f)
+                finally:
+                    d.stop()
+        for name, fs in figs.items():
+            print(f"  {name}: median of {len(fs)}: socket {statistics.median(x[0] for x in fs):.2f} s, "
+                  f"live {statistics.median(x[1] for x in fs):.2f} s, "
+                  f"CPU {statistics.median(x[2] for x in fs):.2f} s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -893,6 +904,8 @@ def main() -> None:
     su.add_argument("--store", required=True)
     su.add_argument("--repeats", type=int, default=3)
     su.add_argument("--workdir", default="/tmp")
+    su.add_argument("--baseline", default="", help="another tree (main's checkout): alternate")
+    su.add_argument("--profile", default="", help="a directory: each start's cProfile until live")
     cl = sub.add_parser("cli")
     cl.add_argument("--runs", type=int, default=30)
     sk = sub.add_parser("sink")

@@ -227,8 +227,10 @@ class Ingestor:
         if (st.st_dev, st.st_ino) != (c.dev, c.ino):
             return True
         sidecar = sources.sidecar_of(spec)
-        if sidecar is not None and _stat(sidecar) != _sidecar_held(c).get("sig"):
-            return True
+        if sidecar is not None:
+            self.load_state(c)  # the sidecar's signature is kept in the state
+            if _stat(sidecar) != _sidecar_held(c).get("sig"):
+                return True
         if spec.mode == sources.JSONL:
             return st.st_size != c.offset or st.st_mtime_ns != c.mtime_ns
         return st.st_size != c.size or st.st_mtime_ns != c.mtime_ns
