@@ -8,6 +8,10 @@ from typing import Any
 
 import orjson
 
+# Where a source's state keeps what it read of its sidecar (ingest/round.py), "sig" its
+# stat: the store reads that signature alone at start (Store.load_cursors).
+SIDECAR_KEY = "~sidecar"
+
 
 @dataclass(slots=True)
 class Cursor:
@@ -38,6 +42,9 @@ class Cursor:
     # still in the store, fetched when the file is read (Ingestor.load_state), and a
     # cursor saved without it leaves the store's copy as it is.
     state_in_store: bool = False
+    # With the state in the store: its sidecar's signature (the reconcile compares the
+    # sidecar's stat with it), read at start without the rest of the state.
+    sidecar_sig: list[int] | None = None
 
     def load_state(self) -> dict[str, Any] | None:
         if self.state_in_store:

@@ -40,7 +40,7 @@ from ..events import (
 )
 from ..store import Batch, DocumentFacts, utc_now
 from . import fingerprint, sources, tail
-from .cursor import Cursor
+from .cursor import SIDECAR_KEY, Cursor
 from .opencode_db import OpenCodeDB
 
 log = structlog.get_logger("agentsrc.ingest")
@@ -49,9 +49,9 @@ log = structlog.get_logger("agentsrc.ingest")
 # adapters do not catch their own bugs, ingest counts them here and goes on.
 ADAPTER_ERROR = "adapter_error"
 
-# The ingest layer's own entry in the adapter state of a source with a sidecar: the
-# sidecar's stat when it was read, and what it said that later rounds still need.
-SIDECAR_KEY = "~sidecar"
+# The ingest layer's own entry in the adapter state of a source with a sidecar
+# (cursor.SIDECAR_KEY): the sidecar's stat when it was read, and what it said that later
+# rounds still need.
 MAX_SIDECAR_BYTES = 64 * 1024
 # A busy or locked database is polled again after this long, doubling up to the cap.
 BUSY_RETRY_S = 0.1
@@ -228,8 +228,9 @@ class Ingestor:
             return True
         sidecar = sources.sidecar_of(spec)
         if sidecar is not None:
-            self.load_state(c)  # the sidecar's signature is kept in the state
-            if _stat(sidecar) != _sidecar_held(c).get("sig"):
+            # The signature is kept in the state; read alone at start (Cursor.sidecar_sig).
+            held = c.sidecar_sig if c.state_in_store else _sidecar_held(c).get("sig")
+            if _stat(sidecar) != held:
                 return True
         if spec.mode == sources.JSONL:
             return st.st_size != c.offset or st.st_mtime_ns != c.mtime_ns

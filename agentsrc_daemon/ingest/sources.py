@@ -171,6 +171,9 @@ def _mode_for(adapter: str, rel: str) -> str | None:
 # ---- sidecars and side files -----------------------------------------------------------
 
 
+SIDECAR_ADAPTERS = ("gemini", "copilot")  # the adapters whose sources have a sidecar
+
+
 def sidecar_of(spec: SourceSpec) -> str | None:
     """The sidecar the ingest layer reads with this source: a Gemini chat's project
     ``.project_root``, a Copilot ``events.jsonl``'s ``workspace.yaml``. The path is given

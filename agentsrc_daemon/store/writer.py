@@ -37,7 +37,7 @@ from ..events import (
     SessionFacts,
     TurnFacts,
 )
-from ..ingest.cursor import Cursor
+from ..ingest.cursor import SIDECAR_KEY, Cursor
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .packing import pack
 from .schema import (
@@ -154,19 +154,31 @@ class Store:
 
     # ---- cursors ---------------------------------------------------------------
 
-    def load_cursors(self, *, states: bool = True) -> dict[str, Cursor]:
+    def load_cursors(
+        self, *, states: bool = True, sidecar_adapters: Iterable[str] = ()
+    ) -> dict[str, Cursor]:
         """Every file's cursor. With ``states`` False (the daemon's start) the adapter
         states are not read: a large home holds about 100 MB of them, and most files
-        are never read again; ``cursor_state`` fetches one when its file is read."""
+        are never read again; ``cursor_state`` fetches one when its file is read. Only
+        the sidecar signature of the present sources of ``sidecar_adapters`` is taken
+        from them (by SQLite: about 0.1 s for 10,000 states, against 1-2 s to fetch
+        and decode them)."""
         out: dict[str, Cursor] = {}
         state_column = "state" if states else "NULL"
+        adapters = ",".join("?" * len(tuple(sidecar_adapters))) or "NULL"
+        sig_column = (
+            f"CASE WHEN gone_at IS NULL AND adapter IN ({adapters}) THEN"
+            f" json_extract(CAST(state AS TEXT), '$.\"{SIDECAR_KEY}\".sig') END"
+            if not states else "NULL"
+        )
         for row in self.conn.execute(
             "SELECT id, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len,"
-            f" head_hash, skipping, {state_column}, generation, lines, skipped, gone_at"
-            " FROM sources"
+            f" head_hash, skipping, {state_column}, generation, lines, skipped, gone_at,"
+            f" {sig_column} FROM sources",
+            tuple(sidecar_adapters) if not states else (),
         ):
             (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
-             skipping, state, generation, lines, skipped, gone_at) = row
+             skipping, state, generation, lines, skipped, gone_at, sig) = row
             out[path] = Cursor(
                 path=path,
                 adapter=adapter,
@@ -182,6 +194,7 @@ class Store:
                 skipping=bool(skipping),
                 state_json=state or None,  # decoded when the file is read
                 state_in_store=not states,
+                sidecar_sig=orjson.loads(sig) if sig else None,
                 generation=generation,
                 lines=lines,
                 skipped=orjson.loads(skipped) if skipped else {},
@@ -195,7 +208,7 @@ class Store:
         database has them (a file absent has none committed). The source ids are
         re-read too: the failed transaction may have made some that no longer exist."""
         self._source_ids.clear()
-        committed = self.load_cursors(states=False)
+        committed = self.load_cursors()
         return {p: committed[p] for p in paths if p in committed}
 
     def cursor_state(self, source_id: int) -> bytes | str | None:
