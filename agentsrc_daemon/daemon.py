@@ -37,7 +37,7 @@ from .rpc import methods as rpc
 from .rpc.transport import Handler, Hub, Server
 from .store import Batch, Reader, Store, schema
 from .store import sink as sink_store
-from .store.checkpoint import Checkpointer
+from .store.checkpoint import CHECKPOINT_MIN_PAGES, Checkpointer
 from .store.writer import SEARCH_CHUNK_IDS
 from .system.memory import freeze_heap, limit_arenas, release_freed_memory, rss_bytes
 from .system.notify import Notifier
@@ -71,6 +71,9 @@ WAL_RETRY_S = 1.0
 # live session (each truncate is a checkpoint on this thread, and the file grows again
 # at the next commit).
 WAL_IDLE_S = 2.0
+# Idle: the checkpointer copies what is left first, then (this much later) the ingest
+# thread truncates a WAL with nothing left to copy, so it does not sync the database.
+WAL_IDLE_CHECKPOINT_S = 0.5
 # $AGENTSRC_CHECKPOINT_THREAD=0: checkpoints on the ingest thread only, as before the
 # Checkpointer (store/checkpoint.py), to measure what it changes.
 CHECKPOINT_THREAD_ENV = "AGENTSRC_CHECKPOINT_THREAD"
@@ -306,6 +309,7 @@ class Daemon:
         self._store_ready = threading.Event()  # queries other than status wait for it
         self._wal_dirty = False  # committed since the WAL was last truncated
         self._committed_at = 0.0  # monotonic, the last commit (see WAL_IDLE_S)
+        self._idle_checkpoint = False  # the checkpointer was asked since the last commit
         self._profile: tuple[Any, str] | None = None  # see PROFILE_START_ENV
         self.timer = StepTimer(slow_step_ms())
 
@@ -668,17 +672,24 @@ class Daemon:
     def _wal_committed(self) -> None:
         self._wal_dirty = True
         self._committed_at = time.monotonic()
-        if self.components.checkpointer is not None:
-            self.components.checkpointer.notify()
+        self._idle_checkpoint = False
+        checkpointer = self.components.checkpointer
+        if checkpointer is not None and self.components.store.wal_pages >= CHECKPOINT_MIN_PAGES:
+            checkpointer.notify()
 
     def _truncate_wal_if_idle(self) -> float:
         """Idle: the WAL goes back to nothing once no commit came for WAL_IDLE_S (a
         reader mid-transaction holds it: then again shortly). Returns when to look
         again (infinity: done)."""
         now = time.monotonic()
-        idle_at = self._committed_at + (WAL_IDLE_S if self.components.checkpointer else 0.0)
+        checkpointer = self.components.checkpointer
+        idle_at = self._committed_at + (WAL_IDLE_S if checkpointer else 0.0)
         if now < idle_at:
             return idle_at
+        if checkpointer is not None and not self._idle_checkpoint:
+            self._idle_checkpoint = True
+            checkpointer.notify()
+            return now + WAL_IDLE_CHECKPOINT_S
         with contextlib.suppress(*STORE_WRITE_ERRORS), self.timer.step("truncate_wal"):
             self._wal_dirty = not self.components.store.truncate_wal()
         return now + WAL_RETRY_S if self._wal_dirty else float("inf")

@@ -20,6 +20,7 @@ figures taken in the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -55,6 +56,7 @@ class Daemon:
         """``code``: another tree whose daemon runs (a baseline's), else this one's."""
         self.home = home
         self.code = code
+        self.log_level = "warning"
         self.dir = Path(tempfile.mkdtemp(prefix="asb-", dir="/tmp"))
         self.sock = self.dir / "s" / "agentsrc.sock"
         self.env = {
@@ -73,7 +75,7 @@ class Daemon:
         t0 = time.perf_counter()
         env = self.env if self.code is None else {**self.env, "PYTHONPATH": str(self.code)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", "--log-level", "warning"],
+            [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", "--log-level", self.log_level],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=open(self.dir / "log", "wb"),  # noqa: SIM115
@@ -663,6 +665,20 @@ def _task_cpu(pid: int) -> float:
     return total / 1e9
 
 
+def _started_phases(d: Daemon) -> str:
+    """The ``start_ms`` of the daemon's ``started`` log line (a daemon that logs it)."""
+    try:
+        lines = (d.dir / "log").read_bytes().splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            rec = orjson.loads(line)
+            if isinstance(rec, dict) and rec.get("event") == "started" and rec.get("start_ms"):
+                return ", ".join(f"{k} {v:.0f}" for k, v in rec["start_ms"].items())
+    return ""
+
+
 def bench_startup(args: argparse.Namespace) -> None:
     """Restarts of the daemon on a built store (bench/bigstore.py: DIR/data, DIR/home):
     the time until the socket answers and until it is live, asked over the socket. The
@@ -691,6 +707,7 @@ def bench_startup(args: argparse.Namespace) -> None:
                 if args.profile:
                     env["AGENTSRC_PROFILE_START"] = str(Path(args.profile).resolve() / f"start-{i}-{name[0]}.prof")
                 d = Daemon(home, env=env, code=code)
+                d.log_level = "info"  # the started line with its phases
                 try:
                     t0 = d.start()
                     st = d.wait_live(poll=0.02)
@@ -704,6 +721,9 @@ def bench_startup(args: argparse.Namespace) -> None:
                           f"{st['files']:,} files; reconcile {st['reconcile']['cpu_ms']:.0f} ms CPU, "
                           f"next in {st['reconcile']['interval_s']:.0f} s"
                           + ("  (first: may migrate)" if i == 0 else ""))
+                    phases = _started_phases(d)
+                    if phases:
+                        print(f"    phases (wall ms): {phases}")
                     if i:
                         figs.setdefault(name, []).append(f)
                 finally:

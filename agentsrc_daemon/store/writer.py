@@ -129,6 +129,11 @@ class Store:
         self.conn.close()
 
     @property
+    def wal_pages(self) -> int:
+        """The frames in the WAL after the last commit (its WAL hook's count)."""
+        return self._wal.pages
+
+    @property
     def checkpoint_ms(self) -> float:
         """The WAL checkpoint the last commit ran, in ms (0: none; see WalBound)."""
         return self._wal.last_ms
