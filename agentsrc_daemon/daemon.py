@@ -386,30 +386,42 @@ class Daemon:
         # self.migration stays (all done) until the store is ready: the reconcile below
         # comes first, and status must not look like a migration at 0%.
         phases = StartPhases()
-        store = Store(self.cfg.db_path, progress=self._on_migration)
-        phases.done("store")
-        ingestor = self._build_ingestor()
-        phases.done("stages")
-        # The adapter states stay in the store until their file is read.
-        ingestor.cursors = store.load_cursors(
-            states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS
+        # The watches are added (watchdog walks every root's tree: 5,000 directories in
+        # a large home, mostly system calls) on a thread of their own while the store
+        # opens and the cursors load; they are in place before the reconcile's stats,
+        # so a change after a file's stat is seen. Set before the server starts: its
+        # threads call status(), which reads the watcher's modes.
+        watcher = Watcher(self.cfg.watch_points(), self.dirty)
+        watching = threading.Thread(
+            target=watcher.start, kwargs={"on_root_appeared": self._scan_root},
+            name="agentsrc-watch-start", daemon=True,
         )
-        ingestor.state_loader = store.cursor_state
-        phases.done("cursors")
+        watching.start()
+        try:
+            store = Store(self.cfg.db_path, progress=self._on_migration)
+            phases.done("store")
+            ingestor = self._build_ingestor()
+            phases.done("stages")
+            # The adapter states stay in the store until their file is read.
+            ingestor.cursors = store.load_cursors(
+                states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS
+            )
+            ingestor.state_loader = store.cursor_state
+            phases.done("cursors")
+        finally:
+            watching.join()
+        phases.done("watch")
         self.components = Components(
             lock_fd=lock_fd,
             store=store,
             ingestor=ingestor,
             server=server or self._server(),
-            watcher=Watcher(self.cfg.watch_points(), self.dirty),
+            watcher=watcher,
         )
         self.components.sink = self._start_sink(store)
         if os.environ.get(CHECKPOINT_THREAD_ENV, "1") != "0":
             self.components.checkpointer = Checkpointer(self.cfg.db_path)
             self.components.checkpointer.start()
-        # Set before the server starts: its threads call status(), which reads them.
-        self.components.watcher.start(on_root_appeared=self._scan_root)
-        phases.done("watch")
         # The first reconcile before the socket answers, so status never reports a
         # catch-up whose totals are not known yet (with six roots and their watch points
         # that window was long enough to be seen).
