@@ -178,7 +178,7 @@ def sidecar_of(spec: SourceSpec) -> str | None:
     """The sidecar the ingest layer reads with this source: a Gemini chat's project
     ``.project_root``, a Copilot ``events.jsonl``'s ``workspace.yaml``. The path is given
     whether the file exists or not."""
-    if spec.mode not in (JSONL, DOCUMENT):
+    if spec.adapter not in SIDECAR_ADAPTERS or spec.mode not in (JSONL, DOCUMENT):
         return None
     rel = spec.path[len(spec.root) + 1 :]
     if spec.adapter == "gemini" and rel.startswith("tmp/"):
