@@ -933,10 +933,14 @@ class Daemon:
                 "socket": str(self.cfg.socket_path),
             }
         watch_modes = self.components.watcher.modes
+        # The state before the counts: "live" means every commit is done, so the counts
+        # read after it include them (read the other way round, a status taken during
+        # the last commit said live with the counts of before it: 19,851 of 20,000 files).
+        state = self.state()
         counts = reader.counts()
         pending_bytes, pending_files = self._backlog
         return {
-            "state": self.state(),
+            "state": state,
             "version": __version__,
             "pid": os.getpid(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
