@@ -66,8 +66,11 @@ class Daemon:
             "AGENTSRC_SOCKET": str(self.sock),
             "XDG_CONFIG_HOME": str(self.dir / "cfg"),
         }
-        if os.environ.get("AGENTSRC_WORKERS"):
-            self.env["AGENTSRC_WORKERS"] = os.environ["AGENTSRC_WORKERS"]
+        # The daemon's knobs set for the bench (AGENTSRC_WORKERS=0, AGENTSRC_GC_FREEZE=0,
+        # AGENTSRC_CHECKPOINT_THREAD=0, ...) reach it; the paths are the bench's own.
+        for name, value in os.environ.items():
+            if name.startswith("AGENTSRC_") and name not in self.env and name != "AGENTSRC_CORPUS":
+                self.env[name] = value
         self.env.update(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
