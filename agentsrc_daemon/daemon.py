@@ -112,11 +112,17 @@ def slow_step_ms() -> float:
 
 
 class StepTimer:
-    """Logs the loop's steps (and Python's garbage collections) over a threshold."""
+    """Logs the loop's steps (and Python's garbage collections) over a threshold: a
+    warning once live, where a live append waits for them; at info while catching up,
+    where a round of the backfill is long by design."""
 
     def __init__(self, threshold_ms: float) -> None:
         self.threshold_s = threshold_ms / 1000
+        self.live = False
         self._gc_at = 0.0
+
+    def _log(self, **fields: Any) -> None:
+        (log.warning if self.live else log.info)("slow_step", **fields)
 
     @contextlib.contextmanager
     def step(self, name: str, **fields: Any) -> Iterator[dict[str, Any]]:
@@ -127,7 +133,7 @@ class StepTimer:
         finally:
             took = time.perf_counter() - t0
             if took >= self.threshold_s:
-                log.warning("slow_step", step=name, ms=round(took * 1000, 1), **fields)
+                self._log(step=name, ms=round(took * 1000, 1), **fields)
 
     def on_gc(self, phase: str, info: dict[str, Any]) -> None:
         # gc.callbacks: a collection of the oldest generation walks every object the
@@ -137,8 +143,8 @@ class StepTimer:
             return
         took = time.perf_counter() - self._gc_at
         if took >= self.threshold_s:
-            log.warning("slow_step", step="gc", ms=round(took * 1000, 1),
-                        generation=info.get("generation"), collected=info.get("collected"))
+            self._log(step="gc", ms=round(took * 1000, 1), generation=info.get("generation"),
+                      collected=info.get("collected"))
 
 
 def search_defer_min_backlog() -> int:
@@ -645,6 +651,7 @@ class Daemon:
                     self._refresh_backlog(force=True)
             if not self._initial_done:
                 self._initial_done = True
+                self.timer.live = True
                 self.components.store.end_search_deferral()
                 self._release_backfill_memory()
                 self.progress.live_since = time.time()

@@ -480,6 +480,7 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
     if data is not None:
         env["AGENTSRC_DATA_DIR"] = str(data)
     d = Daemon(home, env, code=code)
+    d.log_level = "info"  # slow steps while catching up are logged at info
     latencies: list[float] = []
     sent: dict[str, float] = {}
     lock = threading.Lock()
