@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import os
 import signal
 import threading
@@ -36,8 +37,9 @@ from .rpc import methods as rpc
 from .rpc.transport import Handler, Hub, Server
 from .store import Batch, Reader, Store, schema
 from .store import sink as sink_store
+from .store.checkpoint import CHECKPOINT_MIN_PAGES, Checkpointer
 from .store.writer import SEARCH_CHUNK_IDS
-from .system.memory import limit_arenas, release_freed_memory, rss_bytes
+from .system.memory import freeze_heap, limit_arenas, release_freed_memory, rss_bytes
 from .system.notify import Notifier
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -65,6 +67,21 @@ MIGRATION_WAIT_S = 10.0
 MIGRATING = -32001  # the error code of a query that came during a migration
 # When idle, a WAL truncate that a reader blocked is tried again this soon.
 WAL_RETRY_S = 1.0
+# The WAL is truncated once no commit came for this long: not between the appends of a
+# live session (each truncate is a checkpoint on this thread, and the file grows again
+# at the next commit).
+WAL_IDLE_S = 2.0
+# Idle: the checkpointer copies what is left first, then (this much later) the ingest
+# thread truncates a WAL with nothing left to copy, so it does not sync the database.
+WAL_IDLE_CHECKPOINT_S = 0.5
+# $AGENTSRC_CHECKPOINT_THREAD=0: checkpoints on the ingest thread only, as before the
+# Checkpointer (store/checkpoint.py), to measure what it changes.
+CHECKPOINT_THREAD_ENV = "AGENTSRC_CHECKPOINT_THREAD"
+# $AGENTSRC_PROFILE_START=FILE: cProfile from run() until live, its stats written to FILE
+# (where a start's time goes, on a large store).
+PROFILE_START_ENV = "AGENTSRC_PROFILE_START"
+# $AGENTSRC_GC_FREEZE=0: the heap is not frozen once live (system/memory.freeze_heap).
+GC_FREEZE_ENV = "AGENTSRC_GC_FREEZE"
 # While appends come in (within APPENDS_RECENT_S), this thread's backfill rounds read at
 # most this much of a file: an append waits for a few milliseconds of parsing, not 4 MiB.
 LIVE_ROUND_BUDGET_BYTES = 128 << 10
@@ -77,6 +94,57 @@ BACKFILL_PROGRESS_S = 0.25
 # in its commits (Store.defer_search_index); $AGENTSRC_SEARCH_DEFER_MIN_BACKLOG (bytes)
 # overrides it for tests.
 SEARCH_DEFER_MIN_BACKLOG = 64 << 20
+
+
+# A step of the loop (a commit, a checkpoint, a scan, a garbage collection) that takes
+# longer than this is logged with its name and time (``slow_step``): a live append waits
+# for whatever the loop is doing, so this is how its tail latency is traced.
+# $AGENTSRC_SLOW_STEP_MS overrides it (the latency benchmark sets it low).
+SLOW_STEP_MS = 250.0
+
+
+def slow_step_ms() -> float:
+    env = os.environ.get("AGENTSRC_SLOW_STEP_MS", "").strip()
+    try:
+        return float(env) if env else SLOW_STEP_MS
+    except ValueError:
+        return SLOW_STEP_MS
+
+
+class StepTimer:
+    """Logs the loop's steps (and Python's garbage collections) over a threshold: a
+    warning once live, where a live append waits for them; at info while catching up,
+    where a round of the backfill is long by design."""
+
+    def __init__(self, threshold_ms: float) -> None:
+        self.threshold_s = threshold_ms / 1000
+        self.live = False
+        self._gc_at = 0.0
+
+    def _log(self, **fields: Any) -> None:
+        (log.warning if self.live else log.info)("slow_step", **fields)
+
+    @contextlib.contextmanager
+    def step(self, name: str, **fields: Any) -> Iterator[dict[str, Any]]:
+        """Times the block; it may add fields to the dict it is given (known after)."""
+        t0 = time.perf_counter()
+        try:
+            yield fields
+        finally:
+            took = time.perf_counter() - t0
+            if took >= self.threshold_s:
+                self._log(step=name, ms=round(took * 1000, 1), **fields)
+
+    def on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        # gc.callbacks: a collection of the oldest generation walks every object the
+        # daemon holds (tens of thousands of cursors in a large home).
+        if phase == "start":
+            self._gc_at = time.perf_counter()
+            return
+        took = time.perf_counter() - self._gc_at
+        if took >= self.threshold_s:
+            self._log(step="gc", ms=round(took * 1000, 1), generation=info.get("generation"),
+                      collected=info.get("collected"))
 
 
 def search_defer_min_backlog() -> int:
@@ -177,6 +245,7 @@ class Components:
     server: Server
     watcher: Watcher
     sink: Any = None  # sink.pusher.Pusher when [sink.clickhouse] is configured
+    checkpointer: Checkpointer | None = None  # WAL checkpoints off this thread
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -184,6 +253,19 @@ def ensure_private_dir(path: Path) -> None:
     if path.stat().st_uid != os.getuid():
         raise NotPrivate(f"{path} belongs to another user")
     os.chmod(path, 0o700)
+
+
+class StartPhases:
+    """The wall time of each phase of a start, for the ``started`` log line."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self._at = time.perf_counter()
+
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        self.ms[name] = round((now - self._at) * 1000, 1)
+        self._at = now
 
 
 class Daemon:
@@ -232,6 +314,10 @@ class Daemon:
         self.migration: dict[str, Any] | None = None
         self._store_ready = threading.Event()  # queries other than status wait for it
         self._wal_dirty = False  # committed since the WAL was last truncated
+        self._committed_at = 0.0  # monotonic, the last commit (see WAL_IDLE_S)
+        self._idle_checkpoint = False  # the checkpointer was asked since the last commit
+        self._profile: tuple[Any, str] | None = None  # see PROFILE_START_ENV
+        self.timer = StepTimer(slow_step_ms())
 
     # ---- start-up ----------------------------------------------------------------
 
@@ -293,6 +379,7 @@ class Daemon:
 
     def start(self) -> None:
         limit_arenas()
+        gc.callbacks.append(self.timer.on_gc)
         lock_fd = self.acquire_lock()
         server = None
         pending = schema.chunked_pending(self.cfg.db_path)
@@ -304,24 +391,50 @@ class Daemon:
             server.start()
         # self.migration stays (all done) until the store is ready: the reconcile below
         # comes first, and status must not look like a migration at 0%.
-        store = Store(self.cfg.db_path, progress=self._on_migration)
-        ingestor = self._build_ingestor()
-        ingestor.cursors = store.load_cursors()
+        phases = StartPhases()
+        # The watches are added (watchdog walks every root's tree: 5,000 directories in
+        # a large home, mostly system calls) on a thread of their own while the store
+        # opens and the cursors load; they are in place before the reconcile's stats,
+        # so a change after a file's stat is seen. Set before the server starts: its
+        # threads call status(), which reads the watcher's modes.
+        watcher = Watcher(self.cfg.watch_points(), self.dirty)
+        watching = threading.Thread(
+            target=watcher.start, kwargs={"on_root_appeared": self._scan_root},
+            name="agentsrc-watch-start", daemon=True,
+        )
+        watching.start()
+        try:
+            store = Store(self.cfg.db_path, progress=self._on_migration)
+            phases.done("store")
+            ingestor = self._build_ingestor()
+            phases.done("stages")
+            # The adapter states stay in the store until their file is read.
+            ingestor.cursors = store.load_cursors(
+                states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS
+            )
+            ingestor.state_loader = store.cursor_state
+            phases.done("cursors")
+        finally:
+            watching.join()
+        phases.done("watch")
         self.components = Components(
             lock_fd=lock_fd,
             store=store,
             ingestor=ingestor,
             server=server or self._server(),
-            watcher=Watcher(self.cfg.watch_points(), self.dirty),
+            watcher=watcher,
         )
         self.components.sink = self._start_sink(store)
-        # Set before the server starts: its threads call status(), which reads them.
-        self.components.watcher.start(on_root_appeared=self._scan_root)
+        if os.environ.get(CHECKPOINT_THREAD_ENV, "1") != "0":
+            self.components.checkpointer = Checkpointer(self.cfg.db_path)
+            self.components.checkpointer.start()
         # The first reconcile before the socket answers, so status never reports a
         # catch-up whose totals are not known yet (with six roots and their watch points
         # that window was long enough to be seen).
         self.reconcile()
+        phases.done("reconcile")
         self._refresh_backlog(force=True)
+        phases.done("backlog")
         if self._backlog[0] >= search_defer_min_backlog():
             store.defer_search_index()
         self._store_ready.set()
@@ -338,6 +451,8 @@ class Daemon:
             roots={k: str(v) for k, v in self.cfg.roots().items()},
             watch_modes=self.components.watcher.modes,
             scan=self.scan_state.get("enabled"),
+            cursors=len(ingestor.cursors),
+            start_ms=phases.ms,  # where the start went (wall ms per phase)
         )
         if not self.scan_state.get("enabled"):
             log.warning("secret_scanning_off", detail="content is not scanned for secrets")
@@ -449,6 +564,12 @@ class Daemon:
     # ---- the loop ------------------------------------------------------------------
 
     def run(self) -> int:
+        profile_to = os.environ.get(PROFILE_START_ENV)
+        if profile_to:
+            import cProfile
+
+            self._profile = (cProfile.Profile(), profile_to)
+            self._profile[0].enable()
         try:
             self.start()
         except AlreadyRunning as exc:
@@ -491,18 +612,21 @@ class Daemon:
                 self._reload.clear()
                 self.reload()
             if now >= next_root_check:
-                self.components.watcher.check_roots()
+                with self.timer.step("check_roots"):
+                    self.components.watcher.check_roots()
                 next_root_check = now + ROOT_CHECK_INTERVAL_S
             if self.dirty.take_reconcile_request():
                 log.warning("inotify_overflow_reconcile")
                 next_reconcile = now
             if now >= next_reconcile:
-                self.reconcile()
+                with self.timer.step("reconcile"):
+                    self.reconcile()
                 next_reconcile = time.monotonic() + self.reconcile_stats.interval_s
             paths, dirs = self.dirty.take()
-            for d in dirs:
-                self._scan_dir(d)
-            self._queue_appended(paths)
+            with self.timer.step("queue", dirs=len(dirs), paths=len(paths)):
+                for d in dirs:
+                    self._scan_dir(d)
+                self._queue_appended(paths)
             self._requeue_retries()
             if self.pending and self.store_errors.waiting():
                 # The last commit failed (the disk full): nothing is read until the next
@@ -510,9 +634,11 @@ class Daemon:
                 self.dirty.wakeup.wait(min(self.store_errors.waiting(), 1.0))
                 continue
             if self.pending:
-                self._work()
+                with self.timer.step("work", files=len(self.pending)):
+                    self._work()
                 self._backlog_stale = True
-                self._refresh_backlog()
+                with self.timer.step("backlog"):
+                    self._refresh_backlog()
                 if time.monotonic() - last_status > 2.0:
                     last_status = time.monotonic()
                     self.notifier.status(self._status_line())
@@ -521,27 +647,34 @@ class Daemon:
             if self._backlog_stale:
                 # Not on every wake-up: it sums over every cursor (20,000 of them in a
                 # large home), and an idle daemon wakes every 2 s for the root check.
-                self._refresh_backlog(force=True)
+                with self.timer.step("backlog"):
+                    self._refresh_backlog(force=True)
             if not self._initial_done:
                 self._initial_done = True
+                self.timer.live = True
                 self.components.store.end_search_deferral()
                 self._release_backfill_memory()
                 self.progress.live_since = time.time()
+                if self._profile is not None:
+                    self._profile[0].disable()
+                    self._profile[0].dump_stats(self._profile[1])
+                    self._profile = None
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
             if self.components.store.search_backlog() and not self.store_errors.waiting():
                 # The search index of the events stored before it existed: one chunk
                 # (its own transaction) at a time, when no file is waiting.
                 try:
-                    more = self.components.store.build_search_step(
-                        int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
-                    )
+                    with self.timer.step("search_index_step"):
+                        more = self.components.store.build_search_step(
+                            int(os.environ.get("AGENTSRC_SEARCH_CHUNK") or SEARCH_CHUNK_IDS)
+                        )
                 except STORE_WRITE_ERRORS as exc:
                     delay = self.store_errors.failed(exc)
                     log.warning("search_index_step_failed", error=type(exc).__name__,
                                 retry_in_s=delay, failures=self.store_errors.count)
                 else:
-                    self._wal_dirty = True
+                    self._wal_committed()
                     if not more:
                         self._release_backfill_memory()  # what the build held, too
                 continue
@@ -549,22 +682,44 @@ class Daemon:
             if self.store_errors.waiting():
                 wake_at = min(wake_at, self.store_errors.retry_at)
             if self._wal_dirty:
-                # Idle: the WAL goes back to nothing (a reader mid-transaction holds it:
-                # then again shortly).
-                with contextlib.suppress(*STORE_WRITE_ERRORS):  # a full disk: again soon
-                    self._wal_dirty = not self.components.store.truncate_wal()
-                if self._wal_dirty:
-                    wake_at = min(wake_at, time.monotonic() + WAL_RETRY_S)
+                wake_at = min(wake_at, self._truncate_wal_if_idle())
             timeout = wake_at - time.monotonic()
             if self.notifier.watchdog_every:
                 timeout = min(timeout, self.notifier.watchdog_every)
             self.dirty.wakeup.wait(max(0.0, timeout))
+
+    def _wal_committed(self) -> None:
+        self._wal_dirty = True
+        self._committed_at = time.monotonic()
+        self._idle_checkpoint = False
+        checkpointer = self.components.checkpointer
+        if checkpointer is not None and self.components.store.wal_pages >= CHECKPOINT_MIN_PAGES:
+            checkpointer.notify()
+
+    def _truncate_wal_if_idle(self) -> float:
+        """Idle: the WAL goes back to nothing once no commit came for WAL_IDLE_S (a
+        reader mid-transaction holds it: then again shortly). Returns when to look
+        again (infinity: done)."""
+        now = time.monotonic()
+        checkpointer = self.components.checkpointer
+        idle_at = self._committed_at + (WAL_IDLE_S if checkpointer else 0.0)
+        if now < idle_at:
+            return idle_at
+        if checkpointer is not None and not self._idle_checkpoint:
+            self._idle_checkpoint = True
+            checkpointer.notify()
+            return now + WAL_IDLE_CHECKPOINT_S
+        with contextlib.suppress(*STORE_WRITE_ERRORS), self.timer.step("truncate_wal"):
+            self._wal_dirty = not self.components.store.truncate_wal()
+        return now + WAL_RETRY_S if self._wal_dirty else float("inf")
 
     def _release_backfill_memory(self) -> None:
         """Live: what the backfill freed goes back to the OS (system/memory.py), so the
         live daemon's RSS is its working set, not the backfill's peak."""
         self.components.store.shrink_cache()
         release_freed_memory()
+        if os.environ.get(GC_FREEZE_ENV, "1") != "0":
+            freeze_heap()
         log.info("memory_released", rss=rss_bytes())
 
     def _queue_appended(self, paths: set[str]) -> None:
@@ -698,12 +853,15 @@ class Daemon:
             hook = os.environ.get(FULL_HOOK_ENV)
             if hook and os.path.exists(hook):
                 raise apsw.FullError("database or disk is full (test hook)")
-            inserted = self.components.store.commit(batch)
+            with self.timer.step("commit", events=len(batch.events) + len(batch.rows),
+                                 files=len(batch.cursors)) as step:
+                inserted = self.components.store.commit(batch)
+                step["checkpoint_ms"] = self.components.store.checkpoint_ms
         except STORE_WRITE_ERRORS as exc:
             self._commit_failed(batch, exc)
             return False
         self.store_errors.succeeded()
-        self._wal_dirty = True
+        self._wal_committed()
         sink = self.components.sink
         if sink is not None:
             sink.notify()
@@ -711,7 +869,8 @@ class Daemon:
         # Checked after the commit: a subscriber registering later finds these events
         # in its backlog query, so skipping the rows when nobody listens leaves no gap.
         if inserted and self.hub.count():
-            self.hub.publish(inserted.rows())
+            with self.timer.step("publish"):
+                self.hub.publish(inserted.rows())
         return True
 
     def _commit_failed(self, batch: Batch, exc: BaseException) -> None:
@@ -752,12 +911,13 @@ class Daemon:
     def backlog_bytes(self) -> int:
         """Bytes still to read: known cursors' lag, or during the first catch-up the
         reconcile's total less what is done (new files have no cursor yet)."""
-        ingestor = self.components.ingestor
+        # A file with bytes to read is queued (the watcher or the reconcile put it there;
+        # a file in a worker's hands stays queued until its round is committed) or
+        # waiting to be retried: only those are summed, not every cursor (44,000 in a
+        # large home: 0.1 s a call, and a start asked five times).
+        lag = self.components.ingestor.pending_bytes([*self.pending, *self.retry])
         if self._initial_done:
-            # Once live, a file with bytes to read is queued (the watcher or the
-            # reconcile put it there) or waiting to be retried: only those are summed.
-            return ingestor.pending_bytes([*self.pending, *self.retry])
-        lag = ingestor.pending_bytes()
+            return lag
         return max(lag, self.progress.bytes_total - self.progress.bytes_done)
 
     def state(self) -> str:
@@ -780,10 +940,14 @@ class Daemon:
                 "socket": str(self.cfg.socket_path),
             }
         watch_modes = self.components.watcher.modes
+        # The state before the counts: "live" means every commit is done, so the counts
+        # read after it include them (read the other way round, a status taken during
+        # the last commit said live with the counts of before it: 19,851 of 20,000 files).
+        state = self.state()
         counts = reader.counts()
         pending_bytes, pending_files = self._backlog
         return {
-            "state": self.state(),
+            "state": state,
             "version": __version__,
             "pid": os.getpid(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at)),
@@ -870,10 +1034,14 @@ class Daemon:
         parts.watcher.stop()
         parts.server.stop()
         parts.ingestor.close()
+        if parts.checkpointer is not None:
+            parts.checkpointer.stop()
         if parts.sink is not None:
             parts.sink.stop()  # a push in flight may still be answered: its ack is saved
             self._save_sink_ack()
         parts.store.close()
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self.timer.on_gc)
         with contextlib.suppress(OSError):
             os.close(parts.lock_fd)
         log.info("stopped")

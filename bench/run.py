@@ -20,6 +20,7 @@ figures taken in the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -50,8 +51,12 @@ BIG_LINE_BYTES = 50 * 1000 * 1000
 
 
 class Daemon:
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None,
+                 code: Path | None = None) -> None:
+        """``code``: another tree whose daemon runs (a baseline's), else this one's."""
         self.home = home
+        self.code = code
+        self.log_level = "warning"
         self.dir = Path(tempfile.mkdtemp(prefix="asb-", dir="/tmp"))
         self.sock = self.dir / "s" / "agentsrc.sock"
         self.env = {
@@ -61,21 +66,52 @@ class Daemon:
             "AGENTSRC_SOCKET": str(self.sock),
             "XDG_CONFIG_HOME": str(self.dir / "cfg"),
         }
-        if os.environ.get("AGENTSRC_WORKERS"):
-            self.env["AGENTSRC_WORKERS"] = os.environ["AGENTSRC_WORKERS"]
+        # The daemon's knobs set for the bench (AGENTSRC_WORKERS=0, AGENTSRC_GC_FREEZE=0,
+        # AGENTSRC_CHECKPOINT_THREAD=0, ...) reach it; the paths are the bench's own.
+        for name, value in os.environ.items():
+            if name.startswith("AGENTSRC_") and name not in self.env and name != "AGENTSRC_CORPUS":
+                self.env[name] = value
         self.env.update(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> float:
         t0 = time.perf_counter()
+        env = self.env if self.code is None else {**self.env, "PYTHONPATH": str(self.code)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", "--log-level", "warning"],
-            env=self.env,
+            [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", "--log-level", self.log_level],
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=open(self.dir / "log", "wb"),  # noqa: SIM115
-            cwd=str(REPO),
+            cwd=str(self.code or REPO),
         )
         return t0
+
+    def slow_steps(self, since: float = 0.0) -> str:
+        """The daemon's ``slow_step`` log lines (AGENTSRC_SLOW_STEP_MS) logged after
+        ``since`` (a time.time()), summed per step: what the loop was doing when a live
+        append waited."""
+        from datetime import datetime
+
+        steps: dict[str, list[float]] = {}
+        try:
+            lines = (self.dir / "log").read_bytes().splitlines()
+        except OSError:
+            return ""
+        for line in lines:
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(rec, dict) or "timestamp" not in rec:
+                continue
+            if datetime.fromisoformat(str(rec["timestamp"]).replace("Z", "+00:00")).timestamp() < since:
+                continue
+            if rec.get("event") == "slow_step":
+                step = str(rec.get("step"))
+                if step == "gc":
+                    step = f"gc{rec.get('generation')}"
+                steps.setdefault(step, []).append(float(rec.get("ms", 0)))
+        return ", ".join(f"{k} {len(v)}x (max {max(v):.0f} ms)" for k, v in sorted(steps.items()))
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         with Client(self.sock, timeout=60) as c:
@@ -388,36 +424,69 @@ def store_home(store: Path) -> Path:
 def bench_latency(args: argparse.Namespace) -> None:
     """Append -> subscriber. With --backfill-copies N the home also holds N copies of
     the corpus (hard links to make_home's), so the appends land while the daemon
-    backfills them: the load of a big first catch-up."""
+    backfills them: the load of a big first catch-up. With --baseline TREE the runs
+    alternate between that tree's daemon and this one's (--runs of each)."""
     base = Path(tempfile.mkdtemp(prefix="asl-"))
     home = base / "home"
+    data: Path | None = None
     if args.bigstore:
         # A store built by bench/bigstore.py: its home used in place (the store's paths
-        # are absolute), its database copied (a daemon writes what it opens).
+        # are absolute), its database copied once into --workdir (a daemon writes what
+        # it opens) and shared by the runs. Each run appends to files of its own in a
+        # project directory of its own, removed after: the store's files are untouched.
         home = store_home(Path(args.bigstore))
-    elif args.backfill_copies:
-        shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
-                        copy_function=os.link)
-    proj = home / ".claude" / "projects" / f"-bench-latency-{os.getpid()}"
-    proj.mkdir(parents=True)
-    base_proj = proj if args.bigstore else base
-    files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
-    for f in files:
-        f.write_bytes(b"")
-    d = Daemon(home)
-    if args.bigstore:
-        data = d.dir / "data"
-        data.mkdir(mode=0o700, parents=True)
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        data = Path(tempfile.mkdtemp(prefix="asl-data-", dir=args.workdir))
+        t = time.perf_counter()
         for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
             src = Path(args.bigstore) / "data" / name
             if src.exists():
                 shutil.copyfile(src, data / name)
                 os.chmod(data / name, 0o600)
+        print(f"latency: {args.bigstore}: database copied in {time.perf_counter() - t:.0f} s")
+    elif args.backfill_copies:
+        shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
+                        copy_function=os.link)
+    codes: list[Path | None] = [None]
+    if args.baseline:
+        codes = [Path(args.baseline).resolve(), None]
+    results: dict[str, list[float]] = {}
+    try:
+        for i in range(args.runs):
+            for code in codes if i % 2 == 0 else codes[::-1]:
+                name = "baseline" if code is not None else "this tree"
+                p50, p99 = _latency_run(args, home, data, code, f"{i}{'b' if code else 't'}", name)
+                results.setdefault(name, []).extend([p50, p99])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        if data is not None:
+            shutil.rmtree(data, ignore_errors=True)
+    if args.runs > 1 or args.baseline:
+        for name, figs in results.items():
+            print(f"  {name}: median of {len(figs) // 2} runs: p50 "
+                  f"{statistics.median(figs[0::2]):.1f} ms, p99 {statistics.median(figs[1::2]):.1f} ms")
+
+
+def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: Path | None,
+                 tag: str, name: str) -> tuple[float, float]:
+    proj = home / ".claude" / "projects" / f"-bench-latency-{os.getpid()}-{tag}"
+    proj.mkdir(parents=True)
+    files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
+    for f in files:
+        f.write_bytes(b"")
+    env = {"AGENTSRC_SLOW_STEP_MS": str(args.slow_step_ms)}
+    if code is not None:
+        env.update(kv.split("=", 1) for kv in getattr(args, "baseline_env", []))
+    if data is not None:
+        env["AGENTSRC_DATA_DIR"] = str(data)
+    d = Daemon(home, env, code=code)
+    d.log_level = "info"  # slow steps while catching up are logged at info
     latencies: list[float] = []
     sent: dict[str, float] = {}
     lock = threading.Lock()
     during_backfill = 0
     live_events = 0
+    steps = ""
     try:
         d.start()
         if args.backfill_copies and not args.bigstore:
@@ -454,7 +523,7 @@ def bench_latency(args: argparse.Namespace) -> None:
 
         def writer(i: int, f: Path) -> None:
             for n in range(args.appends):
-                token = f"f{i}-n{n}"
+                token = f"f{i}-n{n}-{tag}"
                 rec = {
                     "type": "user",
                     "sessionId": f.stem,
@@ -471,15 +540,16 @@ def bench_latency(args: argparse.Namespace) -> None:
                 time.sleep(0.1)
 
         threads = [threading.Thread(target=writer, args=(i, f)) for i, f in enumerate(files)]
+        appends_from = time.time()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         done.wait(30)
+        steps = d.slow_steps(since=appends_from)
     finally:
         d.stop()
-        shutil.rmtree(base, ignore_errors=True)
-        shutil.rmtree(base_proj, ignore_errors=True)
+        shutil.rmtree(proj, ignore_errors=True)
     latencies.sort()
     n = len(latencies)
     p50 = latencies[n // 2] * 1000
@@ -491,9 +561,12 @@ def bench_latency(args: argparse.Namespace) -> None:
         load = (f", during the cold backfill of {args.backfill_copies} copies of the corpus"
                 f" (still catching up at the last: {'yes' if during_backfill else 'no'})")
     print(
-        f"latency append -> subscriber, {args.files} files appended concurrently, {n} events"
+        f"latency append -> subscriber ({name}), {args.files} files appended concurrently, {n} events"
         f"{load}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
     )
+    if steps:
+        print(f"  loop steps over {args.slow_step_ms:g} ms while appending: {steps}")
+    return p50, p99
 
 
 def wait_for_events(d: Daemon, n: int) -> None:
@@ -596,44 +669,73 @@ def _task_cpu(pid: int) -> float:
     return total / 1e9
 
 
+def _started_phases(d: Daemon) -> str:
+    """The ``start_ms`` of the daemon's ``started`` log line (a daemon that logs it)."""
+    try:
+        lines = (d.dir / "log").read_bytes().splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            rec = orjson.loads(line)
+            if isinstance(rec, dict) and rec.get("event") == "started" and rec.get("start_ms"):
+                return ", ".join(f"{k} {v:.0f}" for k, v in rec["start_ms"].items())
+    return ""
+
+
 def bench_startup(args: argparse.Namespace) -> None:
     """Restarts of the daemon on a built store (bench/bigstore.py: DIR/data, DIR/home):
     the time until the socket answers and until it is live, asked over the socket. The
-    data dir is copied first (the original is never opened); the home is only read."""
+    data dir is copied first (the original is never opened); the home is only read.
+    With --baseline TREE, that tree's daemon and this one's start in turn on the copy
+    (neither migrates it: they must be at the same schema)."""
     store = Path(args.store)
     home = store_home(store)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="ass-", dir=args.workdir))
     data = work / "data"
+    codes: list[Path | None] = [None]
+    if args.baseline:
+        codes = [Path(args.baseline).resolve(), None]
     try:
         t = time.perf_counter()
         shutil.copytree(store / "data", data, copy_function=shutil.copyfile)
         db = sum(f.stat().st_size for f in data.iterdir())
         print(f"startup: {store.name}: data dir copied ({db / 2**30:.2f} GiB) in "
               f"{time.perf_counter() - t:.0f} s")
-        answer, live, cpu = [], [], []
+        figs: dict[str, list[tuple[float, float, float]]] = {}
         for i in range(args.repeats + 1):  # the first start may migrate: reported apart
-            d = Daemon(home, env={"AGENTSRC_DATA_DIR": str(data)})
-            try:
-                t0 = d.start()
-                st = d.wait_live(poll=0.02)
-                t1 = time.perf_counter()
-                assert d.proc is not None
-                used = _task_cpu(d.proc.pid)
-                assert d.ready_at is not None
-                figures = (d.ready_at - t0, t1 - t0, used)
-                print(f"  start {i}: socket answers {figures[0]:.2f} s, live {figures[1]:.2f} s, "
-                      f"CPU {used:.2f} s; {st['events']:,} events, {st['sessions']:,} sessions, "
-                      f"{st['files']:,} files; reconcile {st['reconcile']['cpu_ms']:.0f} ms CPU, "
-                      f"next in {st['reconcile']['interval_s']:.0f} s"
-                      + ("  (first: may migrate)" if i == 0 else ""))
-                if i:
-                    answer.append(figures[0])
-                    live.append(figures[1])
-                    cpu.append(figures[2])
-            finally:
-                d.stop()
-        print(f"  median of {args.repeats}: socket {statistics.median(answer):.2f} s, "
-              f"live {statistics.median(live):.2f} s, CPU {statistics.median(cpu):.2f} s")
+            for code in codes if i % 2 == 0 else codes[::-1]:
+                name = "baseline" if code is not None else "this tree"
+                env = {"AGENTSRC_DATA_DIR": str(data)}
+                if args.profile:
+                    env["AGENTSRC_PROFILE_START"] = str(Path(args.profile).resolve() / f"start-{i}-{name[0]}.prof")
+                d = Daemon(home, env=env, code=code)
+                d.log_level = "info"  # the started line with its phases
+                try:
+                    t0 = d.start()
+                    st = d.wait_live(poll=0.02)
+                    t1 = time.perf_counter()
+                    assert d.proc is not None
+                    used = _task_cpu(d.proc.pid)
+                    assert d.ready_at is not None
+                    f = (d.ready_at - t0, t1 - t0, used)
+                    print(f"  start {i} ({name}): socket answers {f[0]:.2f} s, live {f[1]:.2f} s, "
+                          f"CPU {used:.2f} s; {st['events']:,} events, {st['sessions']:,} sessions, "
+                          f"{st['files']:,} files; reconcile {st['reconcile']['cpu_ms']:.0f} ms CPU, "
+                          f"next in {st['reconcile']['interval_s']:.0f} s"
+                          + ("  (first: may migrate)" if i == 0 else ""))
+                    phases = _started_phases(d)
+                    if phases:
+                        print(f"    phases (wall ms): {phases}")
+                    if i:
+                        figs.setdefault(name, []).append(f)
+                finally:
+                    d.stop()
+        for name, fs in figs.items():
+            print(f"  {name}: median of {len(fs)}: socket {statistics.median(x[0] for x in fs):.2f} s, "
+                  f"live {statistics.median(x[1] for x in fs):.2f} s, "
+                  f"CPU {statistics.median(x[2] for x in fs):.2f} s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -811,6 +913,14 @@ def main() -> None:
     lat.add_argument("--workdir", default="/tmp/agentsrc-bench")
     lat.add_argument("--bigstore", default="",
                      help="a bench/bigstore.py store (its dir: data/ and home/): append on top of a copy")
+    lat.add_argument("--baseline", default="",
+                     help="another tree (main's checkout): its daemon and this one's alternate")
+    lat.add_argument("--baseline-env", action="append", default=[], metavar="NAME=VALUE",
+                     help="environment of the baseline's daemon (--baseline . and a flag: "
+                          "this tree with a feature off)")
+    lat.add_argument("--runs", type=int, default=1, help="runs of each daemon")
+    lat.add_argument("--slow-step-ms", type=float, default=30.0,
+                     help="the daemon logs loop steps longer than this (AGENTSRC_SLOW_STEP_MS)")
     idle = sub.add_parser("idle")
     idle.add_argument("--files", type=int, default=500)
     idle.add_argument("--seconds", type=float, default=60)
@@ -818,6 +928,8 @@ def main() -> None:
     su.add_argument("--store", required=True)
     su.add_argument("--repeats", type=int, default=3)
     su.add_argument("--workdir", default="/tmp")
+    su.add_argument("--baseline", default="", help="another tree (main's checkout): alternate")
+    su.add_argument("--profile", default="", help="a directory: each start's cProfile until live")
     cl = sub.add_parser("cli")
     cl.add_argument("--runs", type=int, default=30)
     sk = sub.add_parser("sink")
@@ -840,7 +952,9 @@ def main() -> None:
     elif args.cmd == "all":
         bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench",
                                           settle=5.0, no_agentsview=False, agentsview_version="0.46.1"))
-        bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore=""))
+        bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore="",
+                                         baseline="", runs=1, slow_step_ms=30.0,
+                                         workdir="/tmp/agentsrc-bench"))
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,

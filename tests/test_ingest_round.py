@@ -141,3 +141,44 @@ def test_real_adapters_get_a_document_state_and_leave_it(tmp_path: Path) -> None
     assert [(s.session_id, s.model) for s in batch.sessions] == [("muse:s1", "m")]
     assert cursor.skipped == {}
     assert not [r for r in batch.events if isinstance(r, Event)]
+
+
+def test_a_restart_reads_no_state_until_a_file_is_read_sidecars_included(tmp_path: Path) -> None:
+    """The daemon's start leaves every adapter state in the store (load_cursors with
+    states=False). A Copilot transcript's sidecar signature lives in its state: the
+    reconcile's check fetches it, finds nothing new, and sees a sidecar edit."""
+    import shutil
+
+    fixture = Path(__file__).parent / "fixtures" / "copilot" / "session-state"
+    root = tmp_path / ".copilot"
+    shutil.copytree(fixture, root / "session-state")
+    (events,) = sorted((root / "session-state").glob("*/events.jsonl"))
+    spec = sources.classify(str(events), {"copilot": root})
+    assert spec is not None and sources.sidecar_of(spec) is not None
+    store = Store(tmp_path / "db.sqlite")
+    ingestor = Ingestor(max_line_bytes=1 << 20)
+    batch = Batch()
+    ingestor.ingest(spec, batch, 1 << 20)
+    store.commit(batch)
+    stored = store.cursor_state(ingestor.cursors[spec.path].source_id or 0)
+    assert stored is not None and b"sig" in stored
+
+    again = Ingestor(max_line_bytes=1 << 20, state_loader=store.cursor_state)
+    again.cursors = store.load_cursors(states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS)
+    cursor = again.cursors[spec.path]
+    assert (cursor.state, cursor.state_json, cursor.state_in_store) == (None, None, True)
+    held = orjson.loads(stored)["~sidecar"]["sig"]
+    assert cursor.sidecar_sig == held and len(held) == 4  # the signature alone, by SQLite
+    assert again.needs_read(spec, events.stat()) is False
+    assert cursor.state_in_store is True  # the check did not need the state
+    # A round on the restarted ingestor reads nothing new and keeps the state.
+    b2 = Batch()
+    again.ingest(spec, b2, 1 << 20)
+    assert b2.events == []
+    # The sidecar edited: news.
+    sidecar = Path(sources.sidecar_of(spec) or "")
+    sidecar.write_text(sidecar.read_text() + "summary: renamed\n")
+    third = Ingestor(max_line_bytes=1 << 20, state_loader=store.cursor_state)
+    third.cursors = store.load_cursors(states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS)
+    assert third.needs_read(spec, events.stat()) is True
+    store.close()

@@ -109,3 +109,52 @@ def test_watch_points_leave_big_trees_out(tmp_path: Path) -> None:
     assert ("opencode", cfg.opencode_root, False) in points
     assert not any(p[1] == cfg.opencode_root / "snapshot" for p in points)
     assert ("codex", cfg.codex_root, True) in points
+
+
+# Path pieces the sources' rules look at, for the property below.
+_PIECES = [
+    "sessions", "archived_sessions", "2026", "rollout-a.jsonl", "rollout-b.json", "AGENTS.md",
+    "memories", "-work-p", "0b8a6a2e-0000-4000-8000-000000000001.jsonl", "subagents",
+    "agent-a1.jsonl", "agent-a1.meta.json", "memory", "notes.md", "tmp", "chats",
+    "session-1.jsonl", "session-2.json", ".project_root", "GEMINI.md", "logs.json",
+    "session-state", "events.jsonl", "workspace.yaml", "history-session-state",
+    "session_1.json", "instructions", "x.instructions.md", "opencode.db", "opencode.db-wal",
+    "storage", "session", "message", "part", "ses_1.json", "msg_1.json", "prt_1.json",
+    "project", "info", "node_modules", "x",
+]
+
+
+def test_the_walk_classifies_a_directory_s_entries_as_classify_does(tmp_path: Path) -> None:
+    """walk_sources matches the roots once per directory (sources._classifier); for any
+    path under any root (nested roots and extra sources included) it must say what
+    classify says."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    cfg = _cfg(tmp_path, OPENCODE_DB=str(tmp_path / "elsewhere" / "opencode.db"))
+    roots = cfg.roots()
+    extra = cfg.extra_sources()
+    bases = [str(r) for r in roots.values()] + [str(tmp_path), str(tmp_path / "elsewhere")]
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.sampled_from(bases), st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6))
+    def check(base: str, parts: list[str]) -> None:
+        path = "/".join([base, *parts])
+        directory, name = path.rsplit("/", 1)
+        assert sources._classifier(directory, roots, extra)(path, name) == sources.classify(
+            path, roots, extra
+        )
+
+    check()
+    # And some of those paths are sources, of several modes (the property is not vacuous).
+    modes = {
+        spec.mode
+        for spec in (
+            sources.classify(str(roots["codex"] / "sessions" / "2026" / "rollout-a.jsonl"), roots),
+            sources.classify(str(roots["opencode"] / "opencode.db"), roots),
+            sources.classify(str(tmp_path / "elsewhere" / "opencode.db"), roots, extra),
+            sources.classify(str(roots["gemini"] / "tmp" / "x" / "chats" / "session-2.json"), roots),
+        )
+        if spec is not None
+    }
+    assert modes == {sources.JSONL, sources.SQLITE, sources.DOCUMENT}

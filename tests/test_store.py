@@ -95,6 +95,45 @@ def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
     s3.close()
 
 
+def test_cursor_states_left_in_the_store_until_read(store: Store, tmp_path: Path) -> None:
+    """The daemon's start reads no adapter state (Store.load_cursors(states=False)): a
+    cursor saved untouched keeps the stored state, and the ingestor fetches it from the
+    store when its file is read."""
+    from agentsrc_daemon.ingest.round import Ingestor
+
+    b = batch(ev("p1", E.PROMPT, data={"text": "a"}))
+    b.cursors["/x/a.jsonl"].state = {"turn": 3}
+    b.cursors["/x/b.jsonl"] = Cursor("/x/b.jsonl", "codex", "jsonl", offset=7)
+    store.commit(b)
+    cursors = store.load_cursors(states=False)
+    a, other = cursors["/x/a.jsonl"], cursors["/x/b.jsonl"]
+    assert (a.state, a.state_json, a.state_in_store) == (None, None, True)
+    with pytest.raises(RuntimeError):
+        a.load_state()  # not without the store
+    # Saved untouched (marked gone): the stored state stays.
+    a.gone_at = "2026-01-01T00:00:00Z"
+    b2 = Batch()
+    b2.cursors[a.path] = a
+    store.commit(b2)
+    ing = Ingestor(max_line_bytes=1 << 20)
+    with pytest.raises(RuntimeError):
+        ing.load_state(other)  # no loader
+    ing.state_loader = store.cursor_state
+    again = store.load_cursors(states=False)["/x/a.jsonl"]
+    assert again.gone_at == "2026-01-01T00:00:00Z"
+    ing.load_state(again)
+    assert (again.state, again.state_json, again.state_in_store) == ({"turn": 3}, None, False)
+    ing.load_state(other)  # a file without a state: none, and the adapter starts one
+    assert (other.state, other.state_in_store) == (None, False)
+    # Read, changed and saved: the new state is stored.
+    again.state = {"turn": 4}
+    b3 = Batch()
+    b3.cursors[again.path] = again
+    store.commit(b3)
+    assert store.cursor_state(again.source_id or 0) == b'{"turn":4}'
+    assert store.load_cursors()["/x/a.jsonl"].load_state() == {"turn": 4}
+
+
 def test_message_parts_merge_once(store: Store, tmp_path: Path) -> None:
     # A Claude message is written one content block per line. Through the adapter and the
     # store it is one message, counted once, however its lines arrive.

@@ -8,6 +8,10 @@ from typing import Any
 
 import orjson
 
+# Where a source's state keeps what it read of its sidecar (ingest/round.py), "sig" its
+# stat: the store reads that signature alone at start (Store.load_cursors).
+SIDECAR_KEY = "~sidecar"
+
 
 @dataclass(slots=True)
 class Cursor:
@@ -34,8 +38,17 @@ class Cursor:
     # 100 MB of JSON (decoding them all took 3 s of every start), and most files are
     # never read again. ``load_state`` decodes it when the file is.
     state_json: bytes | str | None = None
+    # The state was not even read at start (Store.load_cursors(states=False)): it is
+    # still in the store, fetched when the file is read (Ingestor.load_state), and a
+    # cursor saved without it leaves the store's copy as it is.
+    state_in_store: bool = False
+    # With the state in the store: its sidecar's signature (the reconcile compares the
+    # sidecar's stat with it), read at start without the rest of the state.
+    sidecar_sig: list[int] | None = None
 
     def load_state(self) -> dict[str, Any] | None:
+        if self.state_in_store:
+            raise RuntimeError(f"the state of {self.path} is still in the store")
         if self.state_json is not None:
             if self.state is None:
                 self.state = orjson.loads(self.state_json)

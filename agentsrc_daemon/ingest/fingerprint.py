@@ -48,6 +48,7 @@ def reset_cursor(cursor: Cursor) -> None:
     cursor.skipping = False
     cursor.state = None
     cursor.state_json = None
+    cursor.state_in_store = False
     cursor.generation += 1
 
 

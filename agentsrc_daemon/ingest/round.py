@@ -40,7 +40,7 @@ from ..events import (
 )
 from ..store import Batch, DocumentFacts, utc_now
 from . import fingerprint, sources, tail
-from .cursor import Cursor
+from .cursor import SIDECAR_KEY, Cursor
 from .opencode_db import OpenCodeDB
 
 log = structlog.get_logger("agentsrc.ingest")
@@ -49,9 +49,9 @@ log = structlog.get_logger("agentsrc.ingest")
 # adapters do not catch their own bugs, ingest counts them here and goes on.
 ADAPTER_ERROR = "adapter_error"
 
-# The ingest layer's own entry in the adapter state of a source with a sidecar: the
-# sidecar's stat when it was read, and what it said that later rounds still need.
-SIDECAR_KEY = "~sidecar"
+# The ingest layer's own entry in the adapter state of a source with a sidecar
+# (cursor.SIDECAR_KEY): the sidecar's stat when it was read, and what it said that later
+# rounds still need.
 MAX_SIDECAR_BYTES = 64 * 1024
 # A busy or locked database is polled again after this long, doubling up to the cap.
 BUSY_RETRY_S = 0.1
@@ -171,10 +171,14 @@ class Ingestor:
     readers: dict[str, OpenCodeDB] = field(default_factory=dict)
     caught_up: set[str] = field(default_factory=set)
     busy: dict[str, float] = field(default_factory=dict)  # path -> the next retry delay
+    # A cursor's state left in the store at start (Cursor.state_in_store), by source id:
+    # Store.cursor_state, set by the daemon.
+    state_loader: Callable[[int], bytes | str | None] | None = None
 
     def take_over(self, old: Ingestor) -> None:
         """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
         self.cursors = old.cursors
+        self.state_loader = old.state_loader
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
 
@@ -199,6 +203,16 @@ class Ingestor:
             c = self.cursors[spec.path] = Cursor(spec.path, spec.adapter, spec.mode)
         return c
 
+    def load_state(self, cursor: Cursor) -> None:
+        """The cursor's adapter state, fetched from the store if it was left there at
+        start, and decoded (before a round, here or in a worker)."""
+        if cursor.state_in_store:
+            if self.state_loader is None or cursor.source_id is None:
+                raise RuntimeError(f"no way to read the state of {cursor.path} from the store")
+            cursor.state_json = self.state_loader(cursor.source_id)
+            cursor.state_in_store = False
+        cursor.load_state()
+
     def needs_read(self, spec: sources.SourceSpec, st: os.stat_result) -> bool:
         """Cheap check from a stat (reconcile scans): does this file have news?"""
         c = self.cursors.get(spec.path)
@@ -213,8 +227,11 @@ class Ingestor:
         if (st.st_dev, st.st_ino) != (c.dev, c.ino):
             return True
         sidecar = sources.sidecar_of(spec)
-        if sidecar is not None and _stat(sidecar) != _sidecar_held(c).get("sig"):
-            return True
+        if sidecar is not None:
+            # The signature is kept in the state; read alone at start (Cursor.sidecar_sig).
+            held = c.sidecar_sig if c.state_in_store else _sidecar_held(c).get("sig")
+            if _stat(sidecar) != held:
+                return True
         if spec.mode == sources.JSONL:
             return st.st_size != c.offset or st.st_mtime_ns != c.mtime_ns
         return st.st_size != c.size or st.st_mtime_ns != c.mtime_ns
@@ -244,7 +261,7 @@ class Ingestor:
         """One round of a source. A JSONL round ends early, after a line, once ``stop()``
         says so."""
         cursor = self.cursor_for(spec)
-        cursor.load_state()  # decoded only for files read (see Cursor.state_json)
+        self.load_state(cursor)  # read and decoded only for files read
         if spec.mode == sources.JSONL:
             rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes, stop)
         elif spec.mode == sources.DOCUMENT:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,11 +171,14 @@ def _mode_for(adapter: str, rel: str) -> str | None:
 # ---- sidecars and side files -----------------------------------------------------------
 
 
+SIDECAR_ADAPTERS = ("gemini", "copilot")  # the adapters whose sources have a sidecar
+
+
 def sidecar_of(spec: SourceSpec) -> str | None:
     """The sidecar the ingest layer reads with this source: a Gemini chat's project
     ``.project_root``, a Copilot ``events.jsonl``'s ``workspace.yaml``. The path is given
     whether the file exists or not."""
-    if spec.mode not in (JSONL, DOCUMENT):
+    if spec.adapter not in SIDECAR_ADAPTERS or spec.mode not in (JSONL, DOCUMENT):
         return None
     rel = spec.path[len(spec.root) + 1 :]
     if spec.adapter == "gemini" and rel.startswith("tmp/"):
@@ -247,6 +250,30 @@ def _descends(directory: str, name: str, roots: Mapping[str, Path]) -> bool:
     return rel == "" or bool(rule.match(rel))
 
 
+def _classifier(
+    directory: str, roots: Mapping[str, Path], extra: Mapping[str, str] | None
+) -> Callable[[str, str], SourceSpec | None]:
+    """``classify`` for the entries of one directory: which roots a path is under
+    depends on its directory only (a name holds no separator), so the roots are matched
+    once per directory, not once per file (a reconcile of 20,000 files spent a third
+    of its time there)."""
+    under = [
+        (adapter, root_s, rel[: -len("x")])
+        for adapter, root_s, rel in _relative(os.path.join(directory, "x"), roots)
+    ]
+
+    def classify_entry(path: str, name: str) -> SourceSpec | None:
+        for adapter, root_s, prefix in under:
+            mode = _mode_for(adapter, prefix + name)
+            if mode is not None:
+                return SourceSpec(path=path, adapter=adapter, mode=mode, root=root_s)
+        if extra and path in extra:
+            return SourceSpec(path, extra[path], SQLITE, os.path.dirname(path))
+        return None
+
+    return classify_entry
+
+
 def walk_sources(
     root: Path, roots: Mapping[str, Path], extra: Mapping[str, str] | None = None
 ) -> Iterator[tuple[SourceSpec, os.stat_result]]:
@@ -264,6 +291,7 @@ def walk_sources(
         except OSError:
             continue
         subdirs: list[str] = []
+        classify_entry = _classifier(d, roots, extra)
         with it:
             for entry in it:
                 try:
@@ -273,7 +301,7 @@ def walk_sources(
                         continue
                     if not entry.is_file(follow_symlinks=False):
                         continue
-                    spec = classify(entry.path, roots, extra)
+                    spec = classify_entry(entry.path, entry.name)
                     if spec is None:
                         continue
                     yield spec, entry.stat(follow_symlinks=False)

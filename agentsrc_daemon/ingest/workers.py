@@ -262,7 +262,9 @@ class BackfillScheduler:
         if pool is not None:
             if spec.path in pool.in_flight or spec.path in self.deferred:
                 return False
-            if pool.has_room and pool.submit(spec, ingestor.cursor_for(spec), self.budget_bytes):
+            cursor = ingestor.cursor_for(spec)
+            ingestor.load_state(cursor)  # the worker has no store to read it from
+            if pool.has_room and pool.submit(spec, cursor, self.budget_bytes):
                 return False
             worker_rounds = self.rounds_in_workers + len(pool.in_flight)
             if self.rounds_here * MAIN_SHARE_INVERSE > worker_rounds * pool.size:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class WalBound:
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.pages = 0
+        self.last_ms = 0.0  # the time of the checkpoint the last check ran (0: none)
         conn.set_wal_hook(self._committed)
 
     def _committed(self, conn: apsw.Connection, name: str, pages: int) -> int:
@@ -48,8 +50,13 @@ class WalBound:
 
     def check(self, conn: apsw.Connection) -> None:
         """After a commit: checkpoint if the WAL holds a quarter of its bound."""
-        if self.pages >= WAL_CHECKPOINT_PAGES and restart_checkpoint(conn):
+        self.last_ms = 0.0
+        if self.pages < WAL_CHECKPOINT_PAGES:
+            return
+        t0 = time.perf_counter()
+        if restart_checkpoint(conn):
             self.pages = 0
+        self.last_ms = round((time.perf_counter() - t0) * 1000, 1)
 
 
 def restart_checkpoint(conn: apsw.Connection) -> bool:

@@ -41,6 +41,16 @@ def release_freed_memory() -> bool:
     return True
 
 
+def freeze_heap() -> None:  # after release_freed_memory, which collected
+    """Once live, what the daemon holds (its modules, the cursors of every file, the
+    stages' tables) moves to the collector's permanent generation: Python's collection
+    of its oldest generation walks every tracked object, and with the start-up's heap in
+    it a collection took over 100 ms on the ingest thread, a wait for the live appends
+    behind it. Frozen objects are still freed when their last reference goes; only a
+    cycle among them would stay."""
+    gc.freeze()
+
+
 # mallopt's parameter for the number of arenas (glibc's malloc.h).
 _M_ARENA_MAX = -8
 ARENAS = 2

@@ -1,0 +1,70 @@
+"""The checkpointer thread (store/checkpoint.py) on a real SQLite file: it copies the
+WAL into the database off the writer's thread, so the writer's next commit starts the
+log over and the file stops growing, with no checkpoint run by the writer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from agentsrc_daemon.store.checkpoint import Checkpointer
+from agentsrc_daemon.store.schema import PAGE_SIZE, connect
+
+
+def _writer(db: Path):  # type: ignore[no-untyped-def]
+    conn = connect(db)
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # only the checkpointer checkpoints
+    conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)")
+    return conn
+
+
+def _commits(conn, n: int, ckpt: Checkpointer | None) -> None:  # type: ignore[no-untyped-def]
+    for i in range(n):
+        with conn:
+            conn.execute("INSERT INTO t(v) VALUES(?)", (bytes(PAGE_SIZE // 2),))
+        if ckpt is not None:
+            before = ckpt.checkpoints
+            ckpt.notify()
+            deadline = time.monotonic() + 10
+            while ckpt.checkpoints == before and time.monotonic() < deadline:
+                time.sleep(0.002)
+            assert ckpt.checkpoints > before, i
+
+
+def test_without_it_the_wal_grows_with_every_commit(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    conn = _writer(db)
+    _commits(conn, 60, None)
+    wal = Path(str(db) + "-wal").stat().st_size
+    assert wal > 60 * PAGE_SIZE // 2  # every commit appended its pages
+    conn.close()
+
+
+def test_it_keeps_the_wal_to_a_few_frames(tmp_path: Path) -> None:
+    db = tmp_path / "b.db"
+    conn = _writer(db)
+    ckpt = Checkpointer(db, interval_s=0.0)
+    ckpt.start()
+    try:
+        _commits(conn, 60, ckpt)
+        wal = Path(str(db) + "-wal").stat().st_size
+        # The log restarts after each copy: the file holds a couple of commits' frames.
+        assert wal <= 8 * (PAGE_SIZE + 24) + 32, wal
+        assert ckpt.checkpoints >= 60
+        # Everything is in the database file: another connection reads it all.
+        check = connect(db, readonly=True)
+        assert check.execute("SELECT count(*) FROM t").fetchone() == (60,)
+        check.close()
+    finally:
+        ckpt.stop()
+        conn.close()
+    assert not ckpt._thread.is_alive()
+
+
+def test_stop_without_a_commit_ends_the_thread(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    _writer(db).close()
+    ckpt = Checkpointer(db)
+    ckpt.start()
+    ckpt.stop()
+    assert (ckpt._thread.is_alive(), ckpt.checkpoints) == (False, 0)
