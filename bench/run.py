@@ -50,8 +50,10 @@ BIG_LINE_BYTES = 50 * 1000 * 1000
 
 
 class Daemon:
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None,
+                 code: Path | None = None) -> None:
         self.home = home
+        self.code = code  # another tree's daemon (a baseline's code), else this tree's
         self.dir = Path(tempfile.mkdtemp(prefix="asb-", dir="/tmp"))
         self.sock = self.dir / "s" / "agentsrc.sock"
         self.env = {
@@ -70,10 +72,10 @@ class Daemon:
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", "--log-level", "warning"],
-            env=self.env,
+            env=self.env if self.code is None else {**self.env, "PYTHONPATH": str(self.code)},
             stdout=subprocess.DEVNULL,
             stderr=open(self.dir / "log", "wb"),  # noqa: SIM115
-            cwd=str(REPO),
+            cwd=str(self.code or REPO),
         )
         return t0
 
@@ -247,8 +249,8 @@ class BackfillRun:
     cpu: float  # the daemon process's CPU to live (workers not included)
 
 
-def daemon_backfill(home: Path, scan: bool, settle: float) -> BackfillRun:
-    d = Daemon(home, {"AGENTSRC_SCAN": "1" if scan else "0"})
+def daemon_backfill(home: Path, scan: bool, settle: float, code: Path | None = None) -> BackfillRun:
+    d = Daemon(home, {"AGENTSRC_SCAN": "1" if scan else "0"}, code)
     try:
         t0 = d.start()
         st = d.wait_live(poll=0.02)
@@ -281,9 +283,47 @@ def daemon_backfill(home: Path, scan: bool, settle: float) -> BackfillRun:
         d.stop()
 
 
+def baseline_tree(ref: str, into: Path) -> str:
+    """The code of git ``ref`` extracted into ``into``; its short commit."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", ref],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _backfill_summary(label: str, xs: list[BackfillRun], size: int, parse: float,
+                      av: float | None, settle: float) -> float:
+    t = statistics.median(x.to_live for x in xs)
+    from_socket = statistics.median(x.ready_to_live for x in xs)
+    ready = [x.search_ready for x in xs if x.search_ready is not None]
+    print(
+        f"{label}: median {t:.2f}s = "
+        f"{size / 1e6 / t:.1f} MB/s, {xs[0].events} events, "
+        f"{t / parse:.2f}x the parse (from the socket answering to live: {from_socket:.2f}s, "
+        f"{from_socket / parse:.2f}x)"
+        + (f"; agentsview / daemon {av / t:.2f}x" if av is not None else "")
+        + (f"; search index complete at a median {statistics.median(ready):.2f}s" if ready else "")
+        + f"; daemon CPU to live {statistics.median(x.cpu for x in xs):.1f}s"
+    )
+    print(
+        f"  memory: peak RSS daemon {max(x.peak_daemon_mb for x in xs):.0f} MB, "
+        f"worker {max(x.peak_worker_mb for x in xs):.0f} MB, all processes at once "
+        f"(sampled every 20 ms) {max(x.peak_together_mb for x in xs):.0f} MB "
+        f"(median {statistics.median(x.peak_together_mb for x in xs):.0f} MB); "
+        f"RSS once live ({settle:.0f} s after the search index): median "
+        f"{statistics.median(x.live_rss_mb for x in xs):.0f} MB, max "
+        f"{max(x.live_rss_mb for x in xs):.0f} MB"
+    )
+    return t
+
+
 def bench_backfill(args: argparse.Namespace) -> None:
     """The cold backfill beside agentsview's `sync` of the same home and the parse floor,
-    in the same run, the order alternating from one repeat to the next."""
+    in the same run, the order alternating from one repeat to the next. With
+    ``--baseline REF`` the daemon of git REF's code (scanning on) runs in every repeat
+    too."""
     base = Path(args.workdir)
     base.mkdir(parents=True, exist_ok=True)
     home = make_home(args.copies, base)
@@ -292,32 +332,45 @@ def bench_backfill(args: argparse.Namespace) -> None:
     exe = None if args.no_agentsview else agentsview_binary()
     if exe is None and not args.no_agentsview:
         sys.exit("agentsview not installed: `make bench-deps` (or --no-agentsview)")
+    code_dir = Path(tempfile.mkdtemp(prefix="asb-code-", dir="/tmp"))
+    code = None
+    if args.baseline:
+        code = code_dir / "baseline"
+        print(f"baseline: {args.baseline} ({baseline_tree(args.baseline, code)}), scanning on")
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.scan]
     parse_times: list[float] = []
     av_times: list[tuple[float, float]] = []
     runs: dict[bool, list[BackfillRun]] = {m: [] for m in modes}
-    for r in range(args.repeats):
-        subjects: list[Any] = ["parse", *(["agentsview"] if exe else []), *modes]
-        if r % 2:
-            subjects.reverse()
-        for subject in subjects:
-            if subject == "parse":
-                parse_times.append(plain_parse(home)[0])
-            elif subject == "agentsview":
-                assert exe is not None
-                av_times.append(agentsview_sync(exe, home))
-            else:
-                runs[subject].append(daemon_backfill(home, subject, args.settle))
-        line = f"  repeat {r + 1}: parse {parse_times[-1]:.2f}s"
-        if av_times:
-            line += f"; agentsview sync {av_times[-1][0]:.2f}s (CPU {av_times[-1][1]:.1f}s)"
-        for s in modes:
-            x = runs[s][-1]
-            line += (f"; daemon scan={'on' if s else 'off'} {x.to_live:.2f}s to live"
-                     f" ({x.ready_to_live:.2f}s from the socket), search index "
-                     + (f"{x.search_ready:.2f}s" if x.search_ready is not None else "not ready")
-                     + f", live RSS {x.live_rss_mb:.0f} MB, peak together {x.peak_together_mb:.0f} MB")
-        print(line, flush=True)
+    base_runs: list[BackfillRun] = []
+    try:
+        for r in range(args.repeats):
+            subjects: list[Any] = ["parse", *(["agentsview"] if exe else []),
+                                   *(["baseline"] if code else []), *modes]
+            if r % 2:
+                subjects.reverse()
+            for subject in subjects:
+                if subject == "parse":
+                    parse_times.append(plain_parse(home)[0])
+                elif subject == "agentsview":
+                    assert exe is not None
+                    av_times.append(agentsview_sync(exe, home))
+                elif subject == "baseline":
+                    base_runs.append(daemon_backfill(home, True, args.settle, code))
+                else:
+                    runs[subject].append(daemon_backfill(home, subject, args.settle))
+            line = f"  repeat {r + 1}: parse {parse_times[-1]:.2f}s"
+            if av_times:
+                line += f"; agentsview sync {av_times[-1][0]:.2f}s (CPU {av_times[-1][1]:.1f}s)"
+            named = [("baseline scan=on", base_runs[-1])] if code else []
+            named += [(f"daemon scan={'on' if s else 'off'}", runs[s][-1]) for s in modes]
+            for name, x in named:
+                line += (f"; {name} {x.to_live:.2f}s to live"
+                         f" ({x.ready_to_live:.2f}s from the socket, CPU {x.cpu:.1f}s), search index "
+                         + (f"{x.search_ready:.2f}s" if x.search_ready is not None else "not ready")
+                         + f", live RSS {x.live_rss_mb:.0f} MB, peak together {x.peak_together_mb:.0f} MB")
+            print(line, flush=True)
+    finally:
+        shutil.rmtree(code_dir, ignore_errors=True)
     parse = statistics.median(parse_times)
     print(f"plain orjson parse: median {parse:.2f}s = {size / 1e6 / parse:.0f} MB/s")
     av = statistics.median(t for t, _ in av_times) if av_times else None
@@ -326,31 +379,17 @@ def bench_backfill(args: argparse.Namespace) -> None:
               f"(CPU {statistics.median(c for _, c in av_times):.1f}s), "
               f"{av / parse:.2f}x the parse")
     results: dict[bool, float] = {}
+    if base_runs:
+        t_base = _backfill_summary(f"baseline {args.baseline} cold backfill, scanning on",
+                                   base_runs, size, parse, av, args.settle)
     for scan in modes:
-        xs = runs[scan]
-        t = statistics.median(x.to_live for x in xs)
-        from_socket = statistics.median(x.ready_to_live for x in xs)
-        results[scan] = t
-        ready = [x.search_ready for x in xs if x.search_ready is not None]
-        print(
-            f"daemon cold backfill, scanning {'on' if scan else 'off'}: median {t:.2f}s = "
-            f"{size / 1e6 / t:.1f} MB/s, {xs[0].events} events, "
-            f"{t / parse:.2f}x the parse (from the socket answering to live: {from_socket:.2f}s, "
-            f"{from_socket / parse:.2f}x)"
-            + (f"; agentsview / daemon {av / t:.2f}x" if av is not None else "")
-            + (f"; search index complete at a median {statistics.median(ready):.2f}s" if ready else "")
-            + f"; daemon CPU to live {statistics.median(x.cpu for x in xs):.1f}s"
-        )
-        print(
-            f"  memory: peak RSS daemon {max(x.peak_daemon_mb for x in xs):.0f} MB, "
-            f"worker {max(x.peak_worker_mb for x in xs):.0f} MB, all processes at once "
-            f"(sampled every 20 ms) {max(x.peak_together_mb for x in xs):.0f} MB; "
-            f"RSS once live ({args.settle:.0f} s after the search index): median "
-            f"{statistics.median(x.live_rss_mb for x in xs):.0f} MB, max "
-            f"{max(x.live_rss_mb for x in xs):.0f} MB"
-        )
+        results[scan] = _backfill_summary(
+            f"daemon cold backfill, scanning {'on' if scan else 'off'}", runs[scan], size,
+            parse, av, args.settle)
     if True in results and False in results:
         print(f"scanning on / off: {results[True] / results[False]:.2f}x")
+    if base_runs and True in results:
+        print(f"this tree / baseline (scanning on, to live): {results[True] / t_base:.2f}x")
 
 
 def bench_backfill_index(args: argparse.Namespace) -> None:
@@ -798,6 +837,8 @@ def main() -> None:
     b.add_argument("--settle", type=float, default=5.0,
                    help="seconds after the search index is complete before the live RSS")
     b.add_argument("--no-agentsview", action="store_true")
+    b.add_argument("--baseline", default="",
+                   help="a git ref: its daemon (scanning on) runs in every repeat too")
     b.add_argument("--agentsview-version", default="0.46.1", help=argparse.SUPPRESS)
     bi = sub.add_parser("backfill-index")
     bi.add_argument("--copies", type=int, default=5)
@@ -839,7 +880,8 @@ def main() -> None:
         bench_size(args)
     elif args.cmd == "all":
         bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench",
-                                          settle=5.0, no_agentsview=False, agentsview_version="0.46.1"))
+                                          settle=5.0, no_agentsview=False, agentsview_version="0.46.1",
+                                          baseline=""))
         bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore=""))
         bench_idle(argparse.Namespace(files=500, seconds=60))
     else:

@@ -17,20 +17,27 @@ loop asks, file by file, who reads what.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from collections.abc import Callable, Collection
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from .. import lean_imports
 
-import structlog
+# In a spawned worker this module is the first of agentsrc's to import structlog (the
+# pool unpickles its initializer from here): without rich and asyncio, as the daemon's
+# own (lean_imports.py). In the daemon, structlog is already imported and this is a no-op.
+lean_imports.import_structlog()
 
-from ..config import Config
-from ..store import Batch, prepare
-from . import sources
-from .cursor import Cursor
-from .round import FileRound, Ingestor
+import multiprocessing  # noqa: E402
+import os  # noqa: E402
+from collections.abc import Callable, Collection  # noqa: E402
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait  # noqa: E402
+from concurrent.futures.process import BrokenProcessPool  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+import structlog  # noqa: E402
+
+from ..config import Config  # noqa: E402
+from ..store import Batch, prepare  # noqa: E402
+from . import sources  # noqa: E402
+from .cursor import Cursor  # noqa: E402
+from .round import FileRound, Ingestor  # noqa: E402
 
 log = structlog.get_logger("agentsrc.workers")
 
