@@ -35,6 +35,7 @@ import structlog  # noqa: E402
 
 from ..config import Config  # noqa: E402
 from ..store import Batch, prepare  # noqa: E402
+from ..system.memory import release_freed_memory  # noqa: E402
 from . import sources  # noqa: E402
 from .cursor import Cursor  # noqa: E402
 from .round import FileRound, Ingestor  # noqa: E402
@@ -216,9 +217,12 @@ class BackfillScheduler:
         budget_bytes: int,
         log_level: str = "info",
         json_logs: bool | None = None,
+        release_memory: Callable[[], object] = release_freed_memory,
     ) -> None:
         self.cfg = cfg
         self.commit_round = commit_round
+        # Called once the pool is gone when deferred big lines come next (see close).
+        self.release_memory = release_memory
         self.budget_bytes = budget_bytes  # per file round, as in the daemon's own rounds
         self.log_level = log_level
         self.json_logs = json_logs
@@ -304,6 +308,7 @@ class BackfillScheduler:
             return
         self.collect(wait=True)
         ingestor.defer_big_lines = False
+        big_lines_next = bool(self.deferred)
         self.deferred.clear()
         log.info(
             "backfill_workers_done",
@@ -312,3 +317,9 @@ class BackfillScheduler:
         )
         self.pool.shutdown()
         self.pool = None
+        if big_lines_next:
+            # The deferred files' big lines come next, each held twice while it is
+            # parsed (tail.decode_big_line): on a heap handed back to the OS first, not
+            # on top of the free pages and the page cache the backfill left (docs/
+            # performance.md "Memory and backfill speed").
+            self.release_memory()
