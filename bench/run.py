@@ -1,8 +1,9 @@
 """Benchmarks of the real daemon, measured side by side in one run. Prints figures
 and ratios; docs/performance.md records them with the command that made them.
 
-    .venv/bin/python bench/run.py backfill [--copies 20] [--repeats 3] [--scan both]
+    .venv/bin/python bench/run.py backfill [--copies 20] [--repeats 3] [--scan both] [--baseline main]
         (beside agentsview's sync: `make bench-deps` installs it)
+    .venv/bin/python bench/run.py answers [--copies 3] [--baseline main]
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
@@ -390,6 +391,68 @@ def bench_backfill(args: argparse.Namespace) -> None:
         print(f"scanning on / off: {results[True] / results[False]:.2f}x")
     if base_runs and True in results:
         print(f"this tree / baseline (scanning on, to live): {results[True] / t_base:.2f}x")
+
+
+# Fields that carry an event's id (its commit order), and documents' read time: two
+# daemons that stored the same events may differ there (the watcher's wake-ups, say an
+# OpenCode database's -shm, reorder the rounds by a few hundred ms of start-up).
+_ORDER_FIELDS = frozenset({"id", "event_id", "first_event_id", "last_event_id",
+                           "next_since_id", "since_id", "next_after_id", "after_id",
+                           "updated_at", "rank"})
+
+
+def _without_ids(node: Any) -> Any:
+    """An answer without its id fields, lists sorted: the same events, whatever ids."""
+    if isinstance(node, dict):
+        return {k: _without_ids(v) for k, v in node.items() if k not in _ORDER_FIELDS}
+    if isinstance(node, list):
+        return sorted((_without_ids(v) for v in node),
+                      key=lambda v: orjson.dumps(v, option=orjson.OPT_SORT_KEYS))
+    return node
+
+
+def bench_answers(args: argparse.Namespace) -> None:
+    """Every socket answer (tests/answers.py) after a cold backfill of the same home by
+    git REF's daemon and this tree's, compared byte for byte: what the daemon stores
+    must not change. One reader (no worker) and one hash key for both (findings' hashes
+    are keyed). Answers equal byte for byte are counted; the rest are compared without
+    event ids, read times and ranks (``_ORDER_FIELDS``), lists as multisets."""
+    from size import answers_of, stop_and_keep  # it imports this module
+
+    home = make_home(args.copies, Path(args.workdir))
+    tmp = Path(tempfile.mkdtemp(prefix="asb-answers-", dir="/tmp"))
+    env = {"AGENTSRC_WORKERS": "0"}
+    try:
+        code = tmp / "baseline"
+        print(f"answers: {args.copies} copies of the corpus + one 50 MB line; baseline "
+              f"{args.baseline} ({baseline_tree(args.baseline, code)}), subject this tree")
+        for label, tree in (("baseline", code), ("subject", None)):
+            d = Daemon(home, env, tree)
+            (d.dir / "data").mkdir(mode=0o700)
+            key = d.dir / "data" / "hash.key"
+            key.write_bytes(b"k" * 32)
+            key.chmod(0o600)
+            d.start()
+            print(f"  {label}: {d.wait_live(poll=0.05)['events']} events")
+            stop_and_keep(d, tmp / label)
+        before = answers_of(Daemon(home, env, code), tmp / "baseline")
+        after = answers_of(Daemon(home, env), tmp / "subject")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def norm(name: str, answer: bytes | None) -> bytes | None:
+        if answer is None:
+            return answer
+        return orjson.dumps(_without_ids(orjson.loads(answer)), option=orjson.OPT_SORT_KEYS)
+
+    exact = sum(1 for n in before.keys() | after.keys() if before.get(n) == after.get(n))
+    differ = sorted(n for n in before.keys() | after.keys()
+                    if norm(n, before.get(n)) != norm(n, after.get(n)))
+    print(f"{len(before)} answers, {sum(len(v) for v in before.values())} bytes: {exact} the "
+          f"same bytes, {len(differ)} differ beyond event ids and the order they give"
+          + (f" (methods: {sorted({n.split()[0] for n in differ})})" if differ else ""))
+    if differ:
+        sys.exit(1)
 
 
 def bench_backfill_index(args: argparse.Namespace) -> None:
@@ -867,6 +930,10 @@ def main() -> None:
     sk.add_argument("--files", type=int, default=10)
     sk.add_argument("--appends", type=int, default=30)
     sk.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    an = sub.add_parser("answers", help="every socket answer, git REF's daemon vs this tree's")
+    an.add_argument("--copies", type=int, default=3)
+    an.add_argument("--baseline", default="main")
+    an.add_argument("--workdir", default="/tmp/agentsrc-bench-answers")
     sz = sub.add_parser("size", help="bytes per event per table and index (bench/size.py)")
     sz.add_argument("--copies", type=int, default=5)
     sz.add_argument("--baseline", default="main")
@@ -887,7 +954,8 @@ def main() -> None:
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
          "latency": bench_latency, "idle": bench_idle, "sink": bench_sink, "cli": bench_cli,
-         "startup": bench_startup, "scale": scale.bench_scale}[args.cmd](args)
+         "startup": bench_startup, "scale": scale.bench_scale,
+         "answers": bench_answers}[args.cmd](args)
 
 
 if __name__ == "__main__":
