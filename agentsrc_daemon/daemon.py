@@ -286,6 +286,8 @@ class Daemon:
             budget_bytes=FILE_BUDGET_BYTES,
             log_level=log_level,
             json_logs=json_logs,
+            # Before the big lines the workers left: the page cache and the freed heap.
+            release_memory=self._release_backfill_memory,
         )
         self._backlog: tuple[int, int] = (0, 0)  # (bytes, files), see _refresh_backlog
         self._backlog_at = 0.0

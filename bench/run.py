@@ -1,8 +1,9 @@
 """Benchmarks of the real daemon, measured side by side in one run. Prints figures
 and ratios; docs/performance.md records them with the command that made them.
 
-    .venv/bin/python bench/run.py backfill [--copies 20] [--repeats 3] [--scan both]
+    .venv/bin/python bench/run.py backfill [--copies 20] [--repeats 3] [--scan both] [--baseline main]
         (beside agentsview's sync: `make bench-deps` installs it)
+    .venv/bin/python bench/run.py answers [--copies 3] [--baseline main]
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
@@ -283,8 +284,8 @@ class BackfillRun:
     cpu: float  # the daemon process's CPU to live (workers not included)
 
 
-def daemon_backfill(home: Path, scan: bool, settle: float) -> BackfillRun:
-    d = Daemon(home, {"AGENTSRC_SCAN": "1" if scan else "0"})
+def daemon_backfill(home: Path, scan: bool, settle: float, code: Path | None = None) -> BackfillRun:
+    d = Daemon(home, {"AGENTSRC_SCAN": "1" if scan else "0"}, code)
     try:
         t0 = d.start()
         st = d.wait_live(poll=0.02)
@@ -317,9 +318,47 @@ def daemon_backfill(home: Path, scan: bool, settle: float) -> BackfillRun:
         d.stop()
 
 
+def baseline_tree(ref: str, into: Path) -> str:
+    """The code of git ``ref`` extracted into ``into``; its short commit."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", ref],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _backfill_summary(label: str, xs: list[BackfillRun], size: int, parse: float,
+                      av: float | None, settle: float) -> float:
+    t = statistics.median(x.to_live for x in xs)
+    from_socket = statistics.median(x.ready_to_live for x in xs)
+    ready = [x.search_ready for x in xs if x.search_ready is not None]
+    print(
+        f"{label}: median {t:.2f}s = "
+        f"{size / 1e6 / t:.1f} MB/s, {xs[0].events} events, "
+        f"{t / parse:.2f}x the parse (from the socket answering to live: {from_socket:.2f}s, "
+        f"{from_socket / parse:.2f}x)"
+        + (f"; agentsview / daemon {av / t:.2f}x" if av is not None else "")
+        + (f"; search index complete at a median {statistics.median(ready):.2f}s" if ready else "")
+        + f"; daemon CPU to live {statistics.median(x.cpu for x in xs):.1f}s"
+    )
+    print(
+        f"  memory: peak RSS daemon {max(x.peak_daemon_mb for x in xs):.0f} MB, "
+        f"worker {max(x.peak_worker_mb for x in xs):.0f} MB, all processes at once "
+        f"(sampled every 20 ms) {max(x.peak_together_mb for x in xs):.0f} MB "
+        f"(median {statistics.median(x.peak_together_mb for x in xs):.0f} MB); "
+        f"RSS once live ({settle:.0f} s after the search index): median "
+        f"{statistics.median(x.live_rss_mb for x in xs):.0f} MB, max "
+        f"{max(x.live_rss_mb for x in xs):.0f} MB"
+    )
+    return t
+
+
 def bench_backfill(args: argparse.Namespace) -> None:
     """The cold backfill beside agentsview's `sync` of the same home and the parse floor,
-    in the same run, the order alternating from one repeat to the next."""
+    in the same run, the order alternating from one repeat to the next. With
+    ``--baseline REF`` the daemon of git REF's code (scanning on) runs in every repeat
+    too."""
     base = Path(args.workdir)
     base.mkdir(parents=True, exist_ok=True)
     home = make_home(args.copies, base)
@@ -328,32 +367,45 @@ def bench_backfill(args: argparse.Namespace) -> None:
     exe = None if args.no_agentsview else agentsview_binary()
     if exe is None and not args.no_agentsview:
         sys.exit("agentsview not installed: `make bench-deps` (or --no-agentsview)")
+    code_dir = Path(tempfile.mkdtemp(prefix="asb-code-", dir="/tmp"))
+    code = None
+    if args.baseline:
+        code = code_dir / "baseline"
+        print(f"baseline: {args.baseline} ({baseline_tree(args.baseline, code)}), scanning on")
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.scan]
     parse_times: list[float] = []
     av_times: list[tuple[float, float]] = []
     runs: dict[bool, list[BackfillRun]] = {m: [] for m in modes}
-    for r in range(args.repeats):
-        subjects: list[Any] = ["parse", *(["agentsview"] if exe else []), *modes]
-        if r % 2:
-            subjects.reverse()
-        for subject in subjects:
-            if subject == "parse":
-                parse_times.append(plain_parse(home)[0])
-            elif subject == "agentsview":
-                assert exe is not None
-                av_times.append(agentsview_sync(exe, home))
-            else:
-                runs[subject].append(daemon_backfill(home, subject, args.settle))
-        line = f"  repeat {r + 1}: parse {parse_times[-1]:.2f}s"
-        if av_times:
-            line += f"; agentsview sync {av_times[-1][0]:.2f}s (CPU {av_times[-1][1]:.1f}s)"
-        for s in modes:
-            x = runs[s][-1]
-            line += (f"; daemon scan={'on' if s else 'off'} {x.to_live:.2f}s to live"
-                     f" ({x.ready_to_live:.2f}s from the socket), search index "
-                     + (f"{x.search_ready:.2f}s" if x.search_ready is not None else "not ready")
-                     + f", live RSS {x.live_rss_mb:.0f} MB, peak together {x.peak_together_mb:.0f} MB")
-        print(line, flush=True)
+    base_runs: list[BackfillRun] = []
+    try:
+        for r in range(args.repeats):
+            subjects: list[Any] = ["parse", *(["agentsview"] if exe else []),
+                                   *(["baseline"] if code else []), *modes]
+            if r % 2:
+                subjects.reverse()
+            for subject in subjects:
+                if subject == "parse":
+                    parse_times.append(plain_parse(home)[0])
+                elif subject == "agentsview":
+                    assert exe is not None
+                    av_times.append(agentsview_sync(exe, home))
+                elif subject == "baseline":
+                    base_runs.append(daemon_backfill(home, True, args.settle, code))
+                else:
+                    runs[subject].append(daemon_backfill(home, subject, args.settle))
+            line = f"  repeat {r + 1}: parse {parse_times[-1]:.2f}s"
+            if av_times:
+                line += f"; agentsview sync {av_times[-1][0]:.2f}s (CPU {av_times[-1][1]:.1f}s)"
+            named = [("baseline scan=on", base_runs[-1])] if code else []
+            named += [(f"daemon scan={'on' if s else 'off'}", runs[s][-1]) for s in modes]
+            for name, x in named:
+                line += (f"; {name} {x.to_live:.2f}s to live"
+                         f" ({x.ready_to_live:.2f}s from the socket, CPU {x.cpu:.1f}s), search index "
+                         + (f"{x.search_ready:.2f}s" if x.search_ready is not None else "not ready")
+                         + f", live RSS {x.live_rss_mb:.0f} MB, peak together {x.peak_together_mb:.0f} MB")
+            print(line, flush=True)
+    finally:
+        shutil.rmtree(code_dir, ignore_errors=True)
     parse = statistics.median(parse_times)
     print(f"plain orjson parse: median {parse:.2f}s = {size / 1e6 / parse:.0f} MB/s")
     av = statistics.median(t for t, _ in av_times) if av_times else None
@@ -362,31 +414,79 @@ def bench_backfill(args: argparse.Namespace) -> None:
               f"(CPU {statistics.median(c for _, c in av_times):.1f}s), "
               f"{av / parse:.2f}x the parse")
     results: dict[bool, float] = {}
+    if base_runs:
+        t_base = _backfill_summary(f"baseline {args.baseline} cold backfill, scanning on",
+                                   base_runs, size, parse, av, args.settle)
     for scan in modes:
-        xs = runs[scan]
-        t = statistics.median(x.to_live for x in xs)
-        from_socket = statistics.median(x.ready_to_live for x in xs)
-        results[scan] = t
-        ready = [x.search_ready for x in xs if x.search_ready is not None]
-        print(
-            f"daemon cold backfill, scanning {'on' if scan else 'off'}: median {t:.2f}s = "
-            f"{size / 1e6 / t:.1f} MB/s, {xs[0].events} events, "
-            f"{t / parse:.2f}x the parse (from the socket answering to live: {from_socket:.2f}s, "
-            f"{from_socket / parse:.2f}x)"
-            + (f"; agentsview / daemon {av / t:.2f}x" if av is not None else "")
-            + (f"; search index complete at a median {statistics.median(ready):.2f}s" if ready else "")
-            + f"; daemon CPU to live {statistics.median(x.cpu for x in xs):.1f}s"
-        )
-        print(
-            f"  memory: peak RSS daemon {max(x.peak_daemon_mb for x in xs):.0f} MB, "
-            f"worker {max(x.peak_worker_mb for x in xs):.0f} MB, all processes at once "
-            f"(sampled every 20 ms) {max(x.peak_together_mb for x in xs):.0f} MB; "
-            f"RSS once live ({args.settle:.0f} s after the search index): median "
-            f"{statistics.median(x.live_rss_mb for x in xs):.0f} MB, max "
-            f"{max(x.live_rss_mb for x in xs):.0f} MB"
-        )
+        results[scan] = _backfill_summary(
+            f"daemon cold backfill, scanning {'on' if scan else 'off'}", runs[scan], size,
+            parse, av, args.settle)
     if True in results and False in results:
         print(f"scanning on / off: {results[True] / results[False]:.2f}x")
+    if base_runs and True in results:
+        print(f"this tree / baseline (scanning on, to live): {results[True] / t_base:.2f}x")
+
+
+# Fields that carry an event's id (its commit order), and documents' read time: two
+# daemons that stored the same events may differ there (the watcher's wake-ups, say an
+# OpenCode database's -shm, reorder the rounds by a few hundred ms of start-up).
+_ORDER_FIELDS = frozenset({"id", "event_id", "first_event_id", "last_event_id",
+                           "next_since_id", "since_id", "next_after_id", "after_id",
+                           "updated_at", "rank"})
+
+
+def _without_ids(node: Any) -> Any:
+    """An answer without its id fields, lists sorted: the same events, whatever ids."""
+    if isinstance(node, dict):
+        return {k: _without_ids(v) for k, v in node.items() if k not in _ORDER_FIELDS}
+    if isinstance(node, list):
+        return sorted((_without_ids(v) for v in node),
+                      key=lambda v: orjson.dumps(v, option=orjson.OPT_SORT_KEYS))
+    return node
+
+
+def bench_answers(args: argparse.Namespace) -> None:
+    """Every socket answer (tests/answers.py) after a cold backfill of the same home by
+    git REF's daemon and this tree's, compared byte for byte: what the daemon stores
+    must not change. One reader (no worker) and one hash key for both (findings' hashes
+    are keyed). Answers equal byte for byte are counted; the rest are compared without
+    event ids, read times and ranks (``_ORDER_FIELDS``), lists as multisets."""
+    from size import answers_of, stop_and_keep  # it imports this module
+
+    home = make_home(args.copies, Path(args.workdir))
+    tmp = Path(tempfile.mkdtemp(prefix="asb-answers-", dir="/tmp"))
+    env = {"AGENTSRC_WORKERS": "0"}
+    try:
+        code = tmp / "baseline"
+        print(f"answers: {args.copies} copies of the corpus + one 50 MB line; baseline "
+              f"{args.baseline} ({baseline_tree(args.baseline, code)}), subject this tree")
+        for label, tree in (("baseline", code), ("subject", None)):
+            d = Daemon(home, env, tree)
+            (d.dir / "data").mkdir(mode=0o700)
+            key = d.dir / "data" / "hash.key"
+            key.write_bytes(b"k" * 32)
+            key.chmod(0o600)
+            d.start()
+            print(f"  {label}: {d.wait_live(poll=0.05)['events']} events")
+            stop_and_keep(d, tmp / label)
+        before = answers_of(Daemon(home, env, code), tmp / "baseline")
+        after = answers_of(Daemon(home, env), tmp / "subject")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def norm(name: str, answer: bytes | None) -> bytes | None:
+        if answer is None:
+            return answer
+        return orjson.dumps(_without_ids(orjson.loads(answer)), option=orjson.OPT_SORT_KEYS)
+
+    exact = sum(1 for n in before.keys() | after.keys() if before.get(n) == after.get(n))
+    differ = sorted(n for n in before.keys() | after.keys()
+                    if norm(n, before.get(n)) != norm(n, after.get(n)))
+    print(f"{len(before)} answers, {sum(len(v) for v in before.values())} bytes: {exact} the "
+          f"same bytes, {len(differ)} differ beyond event ids and the order they give"
+          + (f" (methods: {sorted({n.split()[0] for n in differ})})" if differ else ""))
+    if differ:
+        sys.exit(1)
 
 
 def bench_backfill_index(args: argparse.Namespace) -> None:
@@ -900,6 +1000,8 @@ def main() -> None:
     b.add_argument("--settle", type=float, default=5.0,
                    help="seconds after the search index is complete before the live RSS")
     b.add_argument("--no-agentsview", action="store_true")
+    b.add_argument("--baseline", default="",
+                   help="a git ref: its daemon (scanning on) runs in every repeat too")
     b.add_argument("--agentsview-version", default="0.46.1", help=argparse.SUPPRESS)
     bi = sub.add_parser("backfill-index")
     bi.add_argument("--copies", type=int, default=5)
@@ -938,6 +1040,10 @@ def main() -> None:
     sk.add_argument("--files", type=int, default=10)
     sk.add_argument("--appends", type=int, default=30)
     sk.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    an = sub.add_parser("answers", help="every socket answer, git REF's daemon vs this tree's")
+    an.add_argument("--copies", type=int, default=3)
+    an.add_argument("--baseline", default="main")
+    an.add_argument("--workdir", default="/tmp/agentsrc-bench-answers")
     sz = sub.add_parser("size", help="bytes per event per table and index (bench/size.py)")
     sz.add_argument("--copies", type=int, default=5)
     sz.add_argument("--baseline", default="main")
@@ -951,7 +1057,8 @@ def main() -> None:
         bench_size(args)
     elif args.cmd == "all":
         bench_backfill(argparse.Namespace(copies=20, repeats=3, scan="both", workdir="/tmp/agentsrc-bench",
-                                          settle=5.0, no_agentsview=False, agentsview_version="0.46.1"))
+                                          settle=5.0, no_agentsview=False, agentsview_version="0.46.1",
+                                          baseline=""))
         bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore="",
                                          baseline="", runs=1, slow_step_ms=30.0,
                                          workdir="/tmp/agentsrc-bench"))
@@ -959,7 +1066,8 @@ def main() -> None:
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
          "latency": bench_latency, "idle": bench_idle, "sink": bench_sink, "cli": bench_cli,
-         "startup": bench_startup, "scale": scale.bench_scale}[args.cmd](args)
+         "startup": bench_startup, "scale": scale.bench_scale,
+         "answers": bench_answers}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -131,3 +131,21 @@ def test_a_broken_pool_is_closed_once_its_rounds_are_in(scheduler: Any) -> None:
     backfill.collect()
     backfill.begin_round(["/r/b.jsonl"], lambda: 0, ingestor)
     assert backfill.pool is None and [r.path for r in committed] == ["/r/a.jsonl"]
+
+
+def test_the_freed_memory_is_released_before_the_deferred_big_lines(tmp_path: Path) -> None:
+    """Once the pool is gone, deferred files' big lines come next on this thread: the
+    backfill's free pages go back first (release_memory), and only then."""
+    cfg = load_config(env={"HOME": str(tmp_path)})
+    released: list[int] = []
+    backfill = BackfillScheduler(cfg, lambda r: None, budget_bytes=1,
+                                 release_memory=lambda: released.append(1))
+    ingestor = Ingestor(max_line_bytes=1 << 20, defer_big_lines=True)
+    backfill.pool = FakePool()  # type: ignore[assignment]
+    backfill.close(ingestor)  # nothing deferred: nothing to make room for
+    assert released == []
+    pool = backfill.pool = FakePool()  # type: ignore[assignment]
+    backfill.defer("/r/d.jsonl")
+    backfill.begin_round(["/r/d.jsonl"], lambda: 0, ingestor)
+    assert pool.shut_down and backfill.pool is None and released == [1]
+    assert not ingestor.defer_big_lines

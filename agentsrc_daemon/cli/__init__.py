@@ -3,8 +3,9 @@ client of its socket. Every query command takes ``--json`` (the stable contract 
 scripts rely on, documented in docs/protocol.md).
 
 Importing this package loads nothing else: ``main`` answers ``status`` and ``sessions``
-on the fast path (fast.py, no typer); any other command line loads the typer app
-(typer_app.py) and the command modules, which attach their commands to it.
+on the fast path (fast.py, no typer) and starts the daemon for ``run`` without typer
+(launch.py); any other command line loads the typer app (typer_app.py) and the command
+modules, which attach their commands to it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ def main() -> None:
     from .fast import run
 
     code = run(sys.argv[1:])
+    if code is None:
+        # `run` without typer too: it would stay resident in the daemon (launch.py).
+        from .launch import run as launch
+
+        code = launch(sys.argv[1:])
     if code is not None:
         sys.exit(code)
     load_app()()

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import typer
 
-from ..errors import AgentsrcError
-from .output import EXIT_FAILED, emit_json, fail
+from .output import emit_json
 from .render import status_lines, wait_live
-from .typer_app import app, call, get_config, given_options
+from .typer_app import app, call, given_options
 
 
 @app.command()
@@ -43,12 +42,10 @@ def run(
     ),
 ) -> None:
     """Run the daemon in the foreground (what the service manager runs)."""
-    # Here, not at the top: the daemon, the store and the scanner are heavy, and no other
-    # command needs them.
-    from ..daemon import Daemon
-    from ..logs import configure
+    # `agentsrc run` usually starts in launch.py without typer (cli/__init__.py); this
+    # command is what typer parses otherwise, and ends the same way.
+    from .launch import RunArgs, start
 
-    configure(log_level, json_logs)
     flags = {
         "codex_root": codex_root,
         "claude_root": claude_root,
@@ -57,17 +54,7 @@ def run(
         "copilot_root": copilot_root,
         "opencode_root": opencode_root,
     }
-    cfg = get_config(**flags)
-    # What SIGHUP re-reads the configuration with: the same flags, over a new file.
-    overrides = given_options(**flags)
-    try:
-        code = Daemon(cfg, cli_overrides=overrides, log_level=log_level, json_logs=json_logs).run()
-    except AgentsrcError as exc:  # another daemon, a bad config, another user's dir, ...
-        fail(str(exc), EXIT_FAILED)
-    except PermissionError as exc:
-        # The OS refused (say, a data dir whose parent is not writable): one line, as
-        # for the errors above, rather than a traceback.
-        fail(str(exc), EXIT_FAILED)
+    code = start(RunArgs(given_options(**flags), log_level, json_logs))
     raise typer.Exit(code)
 
 

@@ -17,20 +17,28 @@ loop asks, file by file, who reads what.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from collections.abc import Callable, Collection
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from .. import lean_imports
 
-import structlog
+# In a spawned worker this module is the first of agentsrc's to import structlog (the
+# pool unpickles its initializer from here): without rich and asyncio, as the daemon's
+# own (lean_imports.py). In the daemon, structlog is already imported and this is a no-op.
+lean_imports.import_structlog()
 
-from ..config import Config
-from ..store import Batch, prepare
-from . import sources
-from .cursor import Cursor
-from .round import FileRound, Ingestor
+import multiprocessing  # noqa: E402
+import os  # noqa: E402
+from collections.abc import Callable, Collection  # noqa: E402
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait  # noqa: E402
+from concurrent.futures.process import BrokenProcessPool  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+import structlog  # noqa: E402
+
+from ..config import Config  # noqa: E402
+from ..store import Batch, prepare  # noqa: E402
+from ..system.memory import release_freed_memory  # noqa: E402
+from . import sources  # noqa: E402
+from .cursor import Cursor  # noqa: E402
+from .round import FileRound, Ingestor  # noqa: E402
 
 log = structlog.get_logger("agentsrc.workers")
 
@@ -209,9 +217,12 @@ class BackfillScheduler:
         budget_bytes: int,
         log_level: str = "info",
         json_logs: bool | None = None,
+        release_memory: Callable[[], object] = release_freed_memory,
     ) -> None:
         self.cfg = cfg
         self.commit_round = commit_round
+        # Called once the pool is gone when deferred big lines come next (see close).
+        self.release_memory = release_memory
         self.budget_bytes = budget_bytes  # per file round, as in the daemon's own rounds
         self.log_level = log_level
         self.json_logs = json_logs
@@ -299,6 +310,7 @@ class BackfillScheduler:
             return
         self.collect(wait=True)
         ingestor.defer_big_lines = False
+        big_lines_next = bool(self.deferred)
         self.deferred.clear()
         log.info(
             "backfill_workers_done",
@@ -307,3 +319,9 @@ class BackfillScheduler:
         )
         self.pool.shutdown()
         self.pool = None
+        if big_lines_next:
+            # The deferred files' big lines come next, each held twice while it is
+            # parsed (tail.decode_big_line): on a heap handed back to the OS first, not
+            # on top of the free pages and the page cache the backfill left (docs/
+            # performance.md "Memory and backfill speed").
+            self.release_memory()

@@ -58,17 +58,30 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.core.scan import (
+
+from .. import lean_imports
+from ..errors import ConfigError
+from .prefilter import Prefilter, count_line_breaks, make_views
+
+# detect-secrets without requests (about 10 MB resident, for the network verification
+# this engine never runs): see lean_imports.py. Before the imports below.
+lean_imports.import_detect_secrets()
+
+from detect_secrets.core.plugins.util import (  # noqa: E402
+    get_mapping_from_secret_type_to_class,
+)
+from detect_secrets.core.scan import (  # noqa: E402
     _is_filtered_out,
     _process_line_based_plugins,
     _scan_line,
 )
-from detect_secrets.settings import get_filters, get_plugins, get_settings, transient_settings
-from detect_secrets.util.code_snippet import CodeSnippet
-
-from ..errors import ConfigError
-from .prefilter import Prefilter, count_line_breaks, make_views
+from detect_secrets.settings import (  # noqa: E402
+    get_filters,
+    get_plugins,
+    get_settings,
+    transient_settings,
+)
+from detect_secrets.util.code_snippet import CodeSnippet  # noqa: E402
 
 log = structlog.get_logger("agentsrc.scan")
 
