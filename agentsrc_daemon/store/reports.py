@@ -1,0 +1,286 @@
+"""The reports (findings.report, usage.summary) answered from the maintained aggregates
+(store/aggregates.py) rather than from every event of their kinds.
+
+A ``since`` or ``until`` is any ISO timestamp, compared with the events' ``ts`` as text.
+The days wholly inside the bounds come from the aggregates; the boundary days (the
+first ten characters of each bound) from the events of that day alone, by the
+report-time index. An event's day is the first ten characters of its time, and cutting
+two strings to the same length keeps their order, so an event with ``ts >= since`` has
+a day at or after ``since``'s, and every event of a later day is after ``since``
+(likewise for ``until``): the two parts are disjoint and together the events in range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from .aggregates import (
+    NONE,
+    REPORT_KINDS,
+    SECRET_HASH,
+    SECRET_JSON,
+    SECRET_TYPE,
+    USAGE_JSON,
+    USAGE_MODEL,
+    USAGE_PROJECT,
+    USAGE_SUM_TERMS,
+)
+from .schema import USAGE_FIELDS
+
+
+def _after_prefix(prefix: str) -> str | None:
+    """The least string after every string that starts with ``prefix`` (None: none is,
+    the prefix ends in the last code point)."""
+    last = ord(prefix[-1]) + 1
+    if 0xD800 <= last <= 0xDFFF:  # no string holds a surrogate: skip them
+        last = 0xE000
+    if last > 0x10FFFF:
+        return None
+    return prefix[:-1] + chr(last)
+
+
+@dataclass(slots=True)
+class Span:
+    """The time bounds of a report: which aggregate days are whole, which days come
+    from the events."""
+
+    since: str | None
+    until: str | None
+    agg_conditions: list[str] = field(default_factory=list)
+    agg_args: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.since:
+            # Text days only: NONE (no time) is never at or after a time.
+            self.agg_conditions.append(f"day > ? AND day < {NONE}")
+            self.agg_args.append(self.since[:10])
+        if self.until:
+            self.agg_conditions.append("day < ?")  # NONE, a blob, sorts after any text
+            self.agg_args.append(self.until[:10])
+
+    def boundary_days(self) -> list[str]:
+        return list(dict.fromkeys(b[:10] for b in (self.since, self.until) if b))
+
+    def agg_where(self, *more: str) -> str:
+        conditions = [*self.agg_conditions, *more]
+        return f" WHERE {' AND '.join(conditions)}" if conditions else ""
+
+    def boundary_events(
+        self, kind: str, columns: str, more: tuple[str, Any] | None = None
+    ) -> tuple[str, list[Any]]:
+        """A SELECT of ``columns`` over the events of ``kind`` on the boundary days that
+        are in range (one SELECT per day, UNION ALL; ``more``: one more condition and its
+        value), and its values; empty without bounds. The caller makes it a MATERIALIZED
+        CTE: its JSON is unpacked once per event, not once per use."""
+        selects: list[str] = []
+        args: list[Any] = []
+        for day in self.boundary_days():
+            after = _after_prefix(day)
+            conditions = [REPORT_KINDS, f"e.kind = '{kind}'", "e.ts >= ?"]
+            args.append(day)
+            if after is not None:
+                conditions.append("e.ts < ?")
+                args.append(after)
+            conditions.append("substr(e.ts, 1, 10) = ?")
+            args.append(day)
+            if self.since:
+                conditions.append("e.ts >= ?")
+                args.append(self.since)
+            if self.until:
+                conditions.append("e.ts < ?")
+                args.append(self.until)
+            if more is not None:
+                conditions.append(more[0])
+                args.append(more[1])
+            selects.append(f"SELECT {columns} FROM events e WHERE {' AND '.join(conditions)}")
+        return " UNION ALL ".join(selects), args
+
+
+def _types(concatenated: str | None) -> list[str]:
+    return sorted(set((concatenated or "").split(",")))
+
+
+def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, Any]:
+    """Counts by type, session and project; sensitive reads; reads outside the project
+    whose content carried a secret. Ties in a count are ordered by their key."""
+    span = Span(since_ts, None)
+    # The findings in range, per (session, type, hash, path).
+    secrets = (
+        f"SELECT session_id, NULLIF(type, {NONE}) type, NULLIF(hash, {NONE}) hash,"
+        f" NULLIF(path, {NONE}) path, n FROM agg_secrets{span.agg_where()}"
+    )
+    args: list[Any] = list(span.agg_args)
+    boundary, boundary_args = span.boundary_events(
+        "secret", f"e.session_id, e.ts, e.path, {SECRET_JSON.replace('data', 'e.data')} j"
+    )
+    cte = "WITH "
+    if boundary:
+        cte += f"b AS MATERIALIZED ({boundary}), "
+        secrets += (
+            f" UNION ALL SELECT session_id, {SECRET_TYPE}, {SECRET_HASH}, path, COUNT(*)"
+            " FROM b GROUP BY 1, 2, 3, 4"
+        )
+        args = boundary_args + args
+    cte += f"sec AS MATERIALIZED ({secrets}) "
+    by_type = {
+        t: {"findings": n, "distinct_values": d, "sessions": ns}
+        for t, n, d, ns in conn.execute(
+            cte + "SELECT type, SUM(n), COUNT(DISTINCT hash), COUNT(DISTINCT session_id)"
+            " FROM sec GROUP BY type ORDER BY 2 DESC, 1",
+            args,
+        )
+    }
+    by_session = [
+        {"session_id": sid, "agent": agent, "cwd": cwd, "project_root": root,
+         "findings": n, "types": _types(types)}
+        for sid, agent, cwd, root, n, types in conn.execute(
+            cte + "SELECT sec.session_id, s.agent, s.cwd, s.project_root, SUM(n),"
+            " group_concat(DISTINCT type) FROM sec LEFT JOIN sessions s ON s.id = sec.session_id"
+            " GROUP BY sec.session_id ORDER BY 5 DESC, 1",
+            args,
+        )
+    ]
+    by_project: dict[str, int] = {}
+    for entry in by_session:
+        key = entry["project_root"] or entry["cwd"] or "(unknown)"
+        by_project[key] = by_project.get(key, 0) + entry["findings"]
+    external = [
+        {"path": p, "session_id": sid, "findings": n, "types": _types(types)}
+        for p, sid, n, types in conn.execute(
+            cte + "SELECT path, session_id, SUM(n), group_concat(DISTINCT type) FROM sec"
+            " WHERE path IS NOT NULL AND EXISTS (SELECT 1 FROM agg_external_reads r"
+            " WHERE r.session_id = sec.session_id AND r.path = sec.path)"
+            " GROUP BY path, session_id ORDER BY 3 DESC, 1, 2",
+            args,
+        )
+    ]
+    # Sensitive reads in range, per (path, session), with the findings naming the path
+    # (whatever their time).
+    reads = (
+        f"SELECT NULLIF(path, {NONE}) path, session_id, n, max_ts FROM agg_sensitive"
+        f"{span.agg_where()}"
+    )
+    args = list(span.agg_args)
+    boundary, boundary_args = span.boundary_events("sensitive_read", "e.path, e.session_id, e.ts")
+    with_boundary = ""
+    if boundary:
+        with_boundary = f"b AS MATERIALIZED ({boundary}), "
+        reads += " UNION ALL SELECT path, session_id, COUNT(*), MAX(ts) FROM b GROUP BY 1, 2"
+        args = boundary_args + args
+    sensitive = [
+        {"path": p, "reads": n, "sessions": ns, "last_ts": last, "findings": nf}
+        for p, n, ns, last, nf in conn.execute(
+            f"WITH {with_boundary}r AS MATERIALIZED ({reads}) SELECT path, SUM(n), COUNT(DISTINCT session_id),"
+            " MAX(max_ts), COALESCE((SELECT n FROM agg_secret_paths WHERE p = r.path), 0)"
+            " FROM r GROUP BY path ORDER BY 2 DESC, 1",
+            args,
+        )
+    ]
+    return {
+        "findings": sum(v["findings"] for v in by_type.values()),
+        "by_type": by_type,
+        "by_session": by_session,
+        "by_project": dict(sorted(by_project.items(), key=lambda kv: -kv[1])),
+        "sensitive_reads": sensitive,
+        "external_reads_with_secrets": external,
+    }
+
+
+_USAGE_GROUPS = ("model", "project", "day", "agent")
+
+
+def usage_summary(
+    conn: apsw.Connection,
+    *,
+    since_ts: str | None,
+    until_ts: str | None,
+    project: str | None,
+    agent: str | None,
+) -> dict[str, Any]:
+    """Token counts of the usage events, in total and by model, project, day (UTC) and
+    agent, each with the number of sessions and model responses counted. A usage event
+    without a model counts under its session's model; its project is its session's
+    project root (else cwd)."""
+    span = Span(since_ts, until_ts)
+    more = ["adapter = ?"] if agent else []
+    parts = (
+        f"SELECT session_id, NULLIF(model, {NONE}) model, NULLIF(day, {NONE}) day, adapter,"
+        f" NULLIF(project, {NONE}) eproj, responses, {', '.join(USAGE_FIELDS)} FROM agg_usage"
+        f"{span.agg_where(*more)}"
+    )
+    args: list[Any] = [*span.agg_args, *([agent] if agent else [])]
+    boundary, boundary_args = span.boundary_events(
+        "usage",
+        f"e.session_id, e.ts, e.adapter, {USAGE_JSON.replace('data', 'e.data')} j",
+        ("e.adapter = ?", agent) if agent else None,
+    )
+    with_boundary = ""
+    if boundary:
+        with_boundary = f"b AS MATERIALIZED ({boundary}), "
+        parts += (
+            f" UNION ALL SELECT session_id, {USAGE_MODEL}, substr(ts, 1, 10), adapter,"
+            f" {USAGE_PROJECT}, COUNT(*), {', '.join(USAGE_SUM_TERMS)} FROM b"
+            " GROUP BY 1, 2, 3, 4, 5"
+        )
+        args = boundary_args + args
+    scope = ""
+    if project:
+        scope = (
+            " WHERE (p.eproj = ? OR p.session_id IN"
+            " (SELECT id FROM sessions WHERE project_root = ? OR cwd = ?))"
+        )
+        args += [project, project, project]
+    sums = ", ".join(f"SUM({f})" for f in USAGE_FIELDS)
+    grouped = " UNION ALL ".join(
+        [f"SELECT 'total', NULL, COUNT(DISTINCT session_id), SUM(responses), {sums} FROM rows"]
+        + [
+            f"SELECT '{g}', {g}, COUNT(DISTINCT session_id), SUM(responses), {sums}"
+            f" FROM rows GROUP BY {g}"
+            for g in _USAGE_GROUPS
+        ]
+    )
+    sql = (
+        f"WITH {with_boundary}p AS MATERIALIZED ({parts}),"
+        " rows AS MATERIALIZED (SELECT COALESCE(p.model, ss.model) model,"
+        " COALESCE(ss.project_root, ss.cwd) project, p.day day, p.adapter agent, p.session_id,"
+        f" p.responses, {', '.join('p.' + f for f in USAGE_FIELDS)}"
+        f" FROM p LEFT JOIN sessions ss ON ss.id = p.session_id{scope}) {grouped}"
+    )
+    total = _usage_row({})
+    groups: dict[str, list[dict[str, Any]]] = {g: [] for g in _USAGE_GROUPS}
+    for group, key, sessions, responses, *counts in conn.execute(sql, args):
+        if group == "total":
+            if sessions:
+                total = _usage_row({}, sessions, responses, counts)
+            continue
+        groups[group].append(_usage_row({group: key}, sessions, responses, counts))
+
+    def rows(key: str) -> list[dict[str, Any]]:
+        out = groups[key]
+        if key == "day":  # newest day first; others by tokens, most first
+            return sorted(out, key=lambda r: r["day"] or "", reverse=True)
+        return sorted(out, key=lambda r: (-r["total_tokens"], r[key] or ""))
+
+    return {
+        "since": since_ts,
+        "until": until_ts,
+        "totals": total,
+        "by_model": rows("model"),
+        "by_project": rows("project"),
+        "by_day": rows("day"),
+        "by_agent": rows("agent"),
+    }
+
+
+def _usage_row(
+    label: dict[str, Any], sessions: int = 0, responses: Any = 0, counts: list[Any] | None = None
+) -> dict[str, Any]:
+    return {
+        **label,
+        "sessions": int(sessions),
+        "responses": int(responses or 0),
+        **{f: int(n or 0) for f, n in zip(USAGE_FIELDS, counts or [0] * len(USAGE_FIELDS), strict=True)},
+    }
