@@ -57,16 +57,33 @@ CREATE TABLE IF NOT EXISTS agg_usage (
     PRIMARY KEY (session_id, model, day, adapter, project)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS agg_usage_empty ON agg_usage(responses) WHERE responses <= 0;
-CREATE TABLE IF NOT EXISTS agg_secrets (
-    session_id TEXT NOT NULL,
+-- The findings, three ways (each narrow: at 10 million events 147, 4,510 and 902 rows,
+-- where one table by all their keys held 135,300): by value, by session, by file.
+CREATE TABLE IF NOT EXISTS agg_secret_values (
     type NOT NULL,
     hash NOT NULL,
     day NOT NULL,
-    path NOT NULL,
     n INTEGER NOT NULL,
-    PRIMARY KEY (session_id, type, hash, day, path)
+    PRIMARY KEY (type, hash, day)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS agg_secrets_empty ON agg_secrets(n) WHERE n <= 0;
+CREATE INDEX IF NOT EXISTS agg_secret_values_empty ON agg_secret_values(n) WHERE n <= 0;
+CREATE TABLE IF NOT EXISTS agg_secret_sessions (
+    session_id TEXT NOT NULL,
+    type NOT NULL,
+    day NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (session_id, type, day)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS agg_secret_sessions_empty ON agg_secret_sessions(n) WHERE n <= 0;
+CREATE TABLE IF NOT EXISTS agg_secret_files (  -- the findings with a path
+    path TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    type NOT NULL,
+    day NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (path, session_id, type, day)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS agg_secret_files_empty ON agg_secret_files(n) WHERE n <= 0;
 -- The findings naming a path (as their path or among their candidate paths), each
 -- finding once per path: the sensitive-reads section counts them whatever the time.
 CREATE TABLE IF NOT EXISTS agg_secret_paths (
@@ -92,6 +109,9 @@ CREATE TABLE IF NOT EXISTS agg_external_reads (
     PRIMARY KEY (session_id, path)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS agg_external_reads_empty ON agg_external_reads(n) WHERE n <= 0;
+-- The sessions' columns the reports join their keys with, in an index that covers them
+-- (at 10 million events the join read 30,000 session rows: 200 ms; the index, 40).
+CREATE INDEX IF NOT EXISTS sessions_report ON sessions(id, agent, model, project_root, cwd);
 """
 
 # The JSON fields of a usage event, extracted in one call (one unpack of the stored data
@@ -122,14 +142,26 @@ _UPSERT_USAGE = (
     " ON CONFLICT DO UPDATE SET responses = responses + excluded.responses, "
     + ", ".join(f"{f} = {f} + excluded.{f}" for f in USAGE_FIELDS)
 )
-_UPSERT_SECRETS = (
+_SECRETS = (
     f"WITH f AS MATERIALIZED (SELECT session_id, ts, path, {SECRET_JSON} j FROM events"
     f" WHERE kind = 'secret' AND {_RANGE})"
-    " INSERT INTO agg_secrets(session_id, type, hash, day, path, n)"
-    f" SELECT session_id, IFNULL({SECRET_TYPE}, {NONE}), IFNULL({SECRET_HASH}, {NONE}),"
-    f" IFNULL(substr(ts, 1, 10), {NONE}), IFNULL(path, {NONE}), :sign * COUNT(*)"
-    " FROM f WHERE true GROUP BY 1, 2, 3, 4, 5"
-    " ON CONFLICT DO UPDATE SET n = n + excluded.n"
+)
+_DAY = f"IFNULL(substr(ts, 1, 10), {NONE})"
+_TYPE = f"IFNULL({SECRET_TYPE}, {NONE})"
+_UPSERT_SECRET_VALUES = (
+    f"{_SECRETS} INSERT INTO agg_secret_values(type, hash, day, n)"
+    f" SELECT {_TYPE}, IFNULL({SECRET_HASH}, {NONE}), {_DAY}, :sign * COUNT(*)"
+    " FROM f WHERE true GROUP BY 1, 2, 3 ON CONFLICT DO UPDATE SET n = n + excluded.n"
+)
+_UPSERT_SECRET_SESSIONS = (
+    f"{_SECRETS} INSERT INTO agg_secret_sessions(session_id, type, day, n)"
+    f" SELECT session_id, {_TYPE}, {_DAY}, :sign * COUNT(*)"
+    " FROM f WHERE true GROUP BY 1, 2, 3 ON CONFLICT DO UPDATE SET n = n + excluded.n"
+)
+_UPSERT_SECRET_FILES = (
+    f"{_SECRETS} INSERT INTO agg_secret_files(path, session_id, type, day, n)"
+    f" SELECT path, session_id, {_TYPE}, {_DAY}, :sign * COUNT(*)"
+    " FROM f WHERE path IS NOT NULL GROUP BY 1, 2, 3, 4 ON CONFLICT DO UPDATE SET n = n + excluded.n"
 )
 # The same pairs the report counted: a finding's path, and each of its candidate
 # paths, the pair once (UNION) when the path is among the candidates too.
@@ -158,7 +190,8 @@ _UPSERT_EXTERNAL_READS = (
 )
 _UPSERTS = {
     USAGE: (_UPSERT_USAGE,),
-    SECRET: (_UPSERT_SECRETS, _UPSERT_SECRET_PATHS),
+    SECRET: (_UPSERT_SECRET_VALUES, _UPSERT_SECRET_SESSIONS, _UPSERT_SECRET_FILES,
+             _UPSERT_SECRET_PATHS),
     SENSITIVE_READ: (_UPSERT_SENSITIVE,),
     READ: (_UPSERT_EXTERNAL_READS,),
 }
@@ -177,7 +210,9 @@ _SENSITIVE_LATEST_AGAIN = (
 )
 _DROP_EMPTY = (
     "DELETE FROM agg_usage WHERE responses <= 0;"
-    " DELETE FROM agg_secrets WHERE n <= 0;"
+    " DELETE FROM agg_secret_values WHERE n <= 0;"
+    " DELETE FROM agg_secret_sessions WHERE n <= 0;"
+    " DELETE FROM agg_secret_files WHERE n <= 0;"
     " DELETE FROM agg_secret_paths WHERE n <= 0;"
     " DELETE FROM agg_sensitive WHERE n <= 0;"
     " DELETE FROM agg_external_reads WHERE n <= 0;"

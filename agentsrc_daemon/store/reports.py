@@ -103,43 +103,45 @@ def _types(concatenated: str | None) -> list[str]:
     return sorted(set((concatenated or "").split(",")))
 
 
+def _in_span(span: Span, table: str, columns: str, boundary_columns: str, group: str,
+             where: str = "") -> tuple[str, list[Any]]:
+    """``WITH b AS (...), x AS (...)``: the rows of an aggregate in range, and the same
+    shape computed from the boundary days' events (``b``) when there are bounds."""
+    boundary, args = span.boundary_events(
+        "secret", f"e.session_id, e.ts, e.path, {SECRET_JSON.replace('data', 'e.data')} j"
+    )
+    x = f"SELECT {columns} FROM {table}{span.agg_where()}"
+    if not boundary:
+        return f"WITH x AS MATERIALIZED ({x}) ", list(span.agg_args)
+    x += f" UNION ALL SELECT {boundary_columns}, COUNT(*) FROM b{where} GROUP BY {group}"
+    return f"WITH b AS MATERIALIZED ({boundary}), x AS MATERIALIZED ({x}) ", [*args, *span.agg_args]
+
+
 def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, Any]:
     """Counts by type, session and project; sensitive reads; reads outside the project
     whose content carried a secret. Ties in a count are ordered by their key."""
     span = Span(since_ts, None)
-    # The findings in range, per (session, type, hash, path).
-    secrets = (
-        f"SELECT session_id, NULLIF(type, {NONE}) type, NULLIF(hash, {NONE}) hash,"
-        f" NULLIF(path, {NONE}) path, n FROM agg_secrets{span.agg_where()}"
-    )
-    args: list[Any] = list(span.agg_args)
-    boundary, boundary_args = span.boundary_events(
-        "secret", f"e.session_id, e.ts, e.path, {SECRET_JSON.replace('data', 'e.data')} j"
-    )
-    cte = "WITH "
-    if boundary:
-        cte += f"b AS MATERIALIZED ({boundary}), "
-        secrets += (
-            f" UNION ALL SELECT session_id, {SECRET_TYPE}, {SECRET_HASH}, path, COUNT(*)"
-            " FROM b GROUP BY 1, 2, 3, 4"
-        )
-        args = boundary_args + args
-    cte += f"sec AS MATERIALIZED ({secrets}) "
-    by_type = {
-        t: {"findings": n, "distinct_values": d, "sessions": ns}
-        for t, n, d, ns in conn.execute(
-            cte + "SELECT type, SUM(n), COUNT(DISTINCT hash), COUNT(DISTINCT session_id)"
-            " FROM sec GROUP BY type ORDER BY 2 DESC, 1",
-            args,
-        )
-    }
+    with_values, args = _in_span(
+        span, "agg_secret_values", f"NULLIF(type, {NONE}) type, NULLIF(hash, {NONE}) hash, n",
+        f"{SECRET_TYPE}, {SECRET_HASH}", "1, 2")
+    values = list(conn.execute(
+        with_values + "SELECT type, SUM(n), COUNT(DISTINCT hash) FROM x GROUP BY type ORDER BY 2 DESC, 1",
+        args,
+    ))
+    with_sessions, args = _in_span(
+        span, "agg_secret_sessions", f"session_id, NULLIF(type, {NONE}) type, n",
+        f"session_id, {SECRET_TYPE}", "1, 2")
+    sessions = dict(conn.execute(
+        with_sessions + "SELECT type, COUNT(DISTINCT session_id) FROM x GROUP BY type", args
+    ))
+    by_type = {t: {"findings": n, "distinct_values": d, "sessions": sessions[t]} for t, n, d in values}
     by_session = [
         {"session_id": sid, "agent": agent, "cwd": cwd, "project_root": root,
          "findings": n, "types": _types(types)}
         for sid, agent, cwd, root, n, types in conn.execute(
-            cte + "SELECT sec.session_id, s.agent, s.cwd, s.project_root, SUM(n),"
-            " group_concat(DISTINCT type) FROM sec LEFT JOIN sessions s ON s.id = sec.session_id"
-            " GROUP BY sec.session_id ORDER BY 5 DESC, 1",
+            with_sessions + "SELECT x.session_id, s.agent, s.cwd, s.project_root, SUM(n),"
+            " group_concat(DISTINCT type) FROM x LEFT JOIN sessions s INDEXED BY sessions_report"
+            " ON s.id = x.session_id GROUP BY x.session_id ORDER BY 5 DESC, 1",
             args,
         )
     ]
@@ -147,12 +149,15 @@ def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, An
     for entry in by_session:
         key = entry["project_root"] or entry["cwd"] or "(unknown)"
         by_project[key] = by_project.get(key, 0) + entry["findings"]
+    with_files, args = _in_span(
+        span, "agg_secret_files", f"path, session_id, NULLIF(type, {NONE}) type, n",
+        f"path, session_id, {SECRET_TYPE}", "1, 2, 3", " WHERE path IS NOT NULL")
     external = [
         {"path": p, "session_id": sid, "findings": n, "types": _types(types)}
         for p, sid, n, types in conn.execute(
-            cte + "SELECT path, session_id, SUM(n), group_concat(DISTINCT type) FROM sec"
-            " WHERE path IS NOT NULL AND EXISTS (SELECT 1 FROM agg_external_reads r"
-            " WHERE r.session_id = sec.session_id AND r.path = sec.path)"
+            with_files + "SELECT path, session_id, SUM(n), group_concat(DISTINCT type) FROM x"
+            " WHERE EXISTS (SELECT 1 FROM agg_external_reads r"
+            " WHERE r.session_id = x.session_id AND r.path = x.path)"
             " GROUP BY path, session_id ORDER BY 3 DESC, 1, 2",
             args,
         )
@@ -247,7 +252,8 @@ def usage_summary(
         " rows AS MATERIALIZED (SELECT COALESCE(p.model, ss.model) model,"
         " COALESCE(ss.project_root, ss.cwd) project, p.day day, p.adapter agent, p.session_id,"
         f" p.responses, {', '.join('p.' + f for f in USAGE_FIELDS)}"
-        f" FROM p LEFT JOIN sessions ss ON ss.id = p.session_id{scope}) {grouped}"
+        f" FROM p LEFT JOIN sessions ss INDEXED BY sessions_report ON ss.id = p.session_id{scope})"
+        f" {grouped}"
     )
     total = _usage_row({})
     groups: dict[str, list[dict[str, Any]]] = {g: [] for g in _USAGE_GROUPS}
