@@ -145,6 +145,13 @@ def draw_cases(db: Path) -> list[Case]:
         Case("usage.summary since", "usage.summary", {"since": since}, report=True),
         Case("usage.summary agent", "usage.summary", {"agent": "claude-code"}, report=True),
         Case("usage.summary project", "usage.summary", {"project": project}, report=True),
+        Case("usage.summary until", "usage.summary", {"until": "2025-10-01T00:00:00Z"}, report=True),
+        Case("usage.summary since until", "usage.summary",
+             {"since": "2025-09-15T08:00:00Z", "until": "2025-10-01T12:00:00Z"}, report=True),
+        Case("usage.summary agent since", "usage.summary", {"agent": "claude-code", "since": since},
+             report=True),
+        Case("usage.summary project until", "usage.summary",
+             {"project": project, "until": "2025-10-01T00:00:00Z"}, report=True),
     ]
     return [c for c in cases if all(v is not None for v in c.params.values())]
 
@@ -225,6 +232,9 @@ def bench_scale(args: argparse.Namespace) -> None:
             print(f"daemon live in {time.perf_counter() - t0:.1f} s (schema migrations included)")
             db = data / bigstore.DB_NAME
             cases = draw_cases(db)
+            if args.only:
+                # Cases whose name starts with one of these (comma-separated).
+                cases = [c for c in cases if c.name.startswith(tuple(args.only.split(",")))]
             print(f"\n{'case':40} {'rows':>5} {'n':>3} {'p50 ms':>9} {'p99 ms':>9}  target", flush=True)
             client = Client(d.sock, timeout=CALL_TIMEOUT_S).__enter__()
             for case in cases:
@@ -255,3 +265,5 @@ def add_parser(sub: Any) -> None:
     sc.add_argument("--repeats", type=int, default=50)
     sc.add_argument("--store", default=None, help="a build's directory (bigstore.py), whatever its schema")
     sc.add_argument("--workdir", default=None, help="where the copy of the store goes (default: beside it)")
+    sc.add_argument("--only", default=None,
+                    help="run only the cases whose name starts with one of these (comma-separated)")
