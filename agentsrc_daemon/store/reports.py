@@ -195,7 +195,8 @@ def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, An
 
 
 _USAGE_GROUPS = ("model", "project", "day", "agent")
-_SUMS = ", ".join(f"SUM(x.{f})" for f in USAGE_FIELDS)
+def _sums(table: str) -> str:
+    return ", ".join(f"SUM({table}.{f})" for f in USAGE_FIELDS)
 
 
 def usage_summary(
@@ -246,31 +247,36 @@ def usage_summary(
     scope = ""
     if project:
         scope = (
-            " WHERE (x.eproj = ? OR x.session_id IN"
+            " WHERE (usage_keys.eproj = ? OR usage_keys.session_id IN"
             " (SELECT id FROM sessions WHERE project_root = ? OR cwd = ?))"
         )
         x_args += [project, project, project]
-    source = f"(SELECT * FROM ({x}) x{scope})"  # the usage rows in range, scoped
-    join = "LEFT JOIN sessions ss INDEXED BY sessions_report ON ss.id = x.session_id"
-    per_session = (
-        f"(SELECT session_id, SUM(responses) responses, {', '.join(f'SUM({f}) {f}' for f in USAGE_FIELDS)}"
-        f" FROM {source} GROUP BY session_id)"
+    # The usage rows in range, scoped; and per session (their sums, for the counts of
+    # distinct sessions by total and by project: a session has one project).
+    with_rows = (
+        f"WITH usage_keys AS ({x}), src AS (SELECT * FROM usage_keys{scope}),"
+        " per_session AS (SELECT session_id, SUM(responses) responses,"
+        f" {', '.join(f'SUM({f}) {f}' for f in USAGE_FIELDS)} FROM src GROUP BY session_id) "
     )
+
+    def join(table: str) -> str:
+        return f"LEFT JOIN sessions ss INDEXED BY sessions_report ON ss.id = {table}.session_id"
+
     queries = {
-        "total": f"SELECT NULL, COUNT(*), SUM(x.responses), {_SUMS} FROM {per_session} x",
-        "day": f"SELECT x.day, COUNT(DISTINCT x.session_id), SUM(x.responses), {_SUMS}"
-               f" FROM {source} x GROUP BY 1",
-        "agent": f"SELECT x.adapter, COUNT(DISTINCT x.session_id), SUM(x.responses), {_SUMS}"
-                 f" FROM {source} x GROUP BY 1",
-        "model": f"SELECT COALESCE(x.model, ss.model), COUNT(DISTINCT x.session_id),"
-                 f" SUM(x.responses), {_SUMS} FROM {source} x {join} GROUP BY 1",
-        "project": f"SELECT COALESCE(ss.project_root, ss.cwd), COUNT(*), SUM(x.responses), {_SUMS}"
-                   f" FROM {per_session} x {join} GROUP BY 1",
+        "total": f"SELECT NULL, COUNT(*), SUM(responses), {_sums('per_session')} FROM per_session",
+        "day": f"SELECT day, COUNT(DISTINCT session_id), SUM(responses), {_sums('src')}"
+               " FROM src GROUP BY 1",
+        "agent": f"SELECT adapter, COUNT(DISTINCT session_id), SUM(responses), {_sums('src')}"
+                 " FROM src GROUP BY 1",
+        "model": "SELECT COALESCE(src.model, ss.model), COUNT(DISTINCT src.session_id),"
+                 f" SUM(src.responses), {_sums('src')} FROM src {join('src')} GROUP BY 1",
+        "project": "SELECT COALESCE(ss.project_root, ss.cwd), COUNT(*), SUM(per_session.responses),"
+                   f" {_sums('per_session')} FROM per_session {join('per_session')} GROUP BY 1",
     }
     total = _usage_row({})
     groups: dict[str, list[dict[str, Any]]] = {g: [] for g in _USAGE_GROUPS}
     for group, sql in queries.items():
-        for key, sessions, responses, *counts in conn.execute(sql, x_args):
+        for key, sessions, responses, *counts in conn.execute(with_rows + sql, x_args):
             if group == "total":
                 if sessions:
                     total = _usage_row({}, sessions, responses, counts)
