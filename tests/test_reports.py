@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from agentsrc_daemon import events as E
 from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.store import Batch, Reader, Store, aggregates, schema
-from agentsrc_daemon.store.reports import _after_prefix
 
 from bigstore import BigStore, build
 from corpus import corpus_home
@@ -240,7 +239,7 @@ def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tm
     with conn:
         for t in AGG_TABLES:
             conn.execute(f"DROP TABLE {t}")
-        conn.execute("DROP INDEX events_report_ts")
+        conn.execute("DROP INDEX events_report_day")
         conn.execute("DROP INDEX sessions_report")
         conn.execute(f"PRAGMA user_version={version}")
     (last,) = next(iter(conn.execute("SELECT MAX(id) FROM events")))
@@ -261,9 +260,3 @@ def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tm
     assert not list(conn.execute("SELECT name FROM counters WHERE name LIKE 'aggregates%'"))
     assert next(iter(conn.execute("PRAGMA user_version")))[0] == version + 1
     conn.close()
-
-
-def test_after_prefix_bounds_every_string_with_the_prefix() -> None:
-    assert _after_prefix("2025-03-01") == "2025-03-02"
-    assert _after_prefix("a\ud7ff") == "a\ue000"
-    assert _after_prefix("a\U0010ffff") is None

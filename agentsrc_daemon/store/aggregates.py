@@ -6,7 +6,7 @@ migration (``AGGREGATES``).
 Each table holds, per key, what the report's query would have computed over the events
 of that key; a key has the event's day (``substr(ts, 1, 10)``) so that a ``since`` or
 ``until`` takes whole days from here and only its boundary day from the events
-(``REPORT_TS_INDEX``). Values are computed by the same SQL expressions as the reports
+(``REPORT_DAY_INDEX``). Values are computed by the same SQL expressions as the reports
 used over the events (``json_extract`` of the stored JSON), so the sums and the keys
 are the same values, of the same types.
 
@@ -34,12 +34,14 @@ NONE = "X''"
 AGGREGATED_KINDS = frozenset({USAGE, SECRET, SENSITIVE_READ, READ})
 
 # The boundary day of a since/until, read from the events: one partial index over the
-# kinds the reports filter by time (one scan of the table to build it, not three). A
-# query names the index's kinds literally (REPORT_KINDS) so SQLite may use it.
-REPORT_TS_KINDS = ("usage", "secret", "sensitive_read")
+# kinds the reports filter by time (one scan of the table to build it, not three), by
+# day, not by time: within a day its entries are in id order, so a commit's new rows
+# land at the end of their day's run (a few pages), where an index by time put each on
+# a page of its own (commit time 1.38x in a bigstore build). A query names the index's
+# kinds literally (REPORT_KINDS) so SQLite may use it.
 REPORT_KINDS = "e.kind IN ('usage', 'secret', 'sensitive_read')"
-REPORT_TS_INDEX = (
-    "CREATE INDEX IF NOT EXISTS events_report_ts ON events(kind, ts)"
+REPORT_DAY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS events_report_day ON events(kind, substr(ts, 1, 10))"
     " WHERE kind IN ('usage', 'secret', 'sensitive_read')"
 )
 
@@ -249,7 +251,7 @@ def drop_empty(conn: apsw.Connection) -> None:
 def begin_fill(conn: apsw.Connection) -> None:
     """The 9 -> 10 migration's first transaction (run again by a resumed one)."""
     conn.execute(TABLES)
-    conn.execute(REPORT_TS_INDEX)
+    conn.execute(REPORT_DAY_INDEX)
     conn.execute(
         "INSERT OR IGNORE INTO counters(name, value) SELECT 'aggregates_target',"
         "  COALESCE((SELECT MAX(id) FROM events), 0);"

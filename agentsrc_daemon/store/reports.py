@@ -4,7 +4,7 @@
 A ``since`` or ``until`` is any ISO timestamp, compared with the events' ``ts`` as text.
 The days wholly inside the bounds come from the aggregates; the boundary days (the
 first ten characters of each bound) from the events of that day alone, by the
-report-time index. An event's day is the first ten characters of its time, and cutting
+report-day index (``events_report_day``). An event's day is the first ten characters of its time, and cutting
 two strings to the same length keeps their order, so an event with ``ts >= since`` has
 a day at or after ``since``'s, and every event of a later day is after ``since``
 (likewise for ``until``): the two parts are disjoint and together the events in range.
@@ -30,17 +30,6 @@ from .aggregates import (
     USAGE_SUM_TERMS,
 )
 from .schema import USAGE_FIELDS
-
-
-def _after_prefix(prefix: str) -> str | None:
-    """The least string after every string that starts with ``prefix`` (None: none is,
-    the prefix ends in the last code point)."""
-    last = ord(prefix[-1]) + 1
-    if 0xD800 <= last <= 0xDFFF:  # no string holds a surrogate: skip them
-        last = 0xE000
-    if last > 0x10FFFF:
-        return None
-    return prefix[:-1] + chr(last)
 
 
 @dataclass(slots=True)
@@ -79,19 +68,14 @@ class Span:
         selects: list[str] = []
         args: list[Any] = []
         for day in self.boundary_days():
-            # One lower and one upper bound on ts, the tightest (SQLite walks the index
-            # by one of each): the day's, narrowed by the span's (Python compares str by
-            # code point, as SQLite compares UTF-8 text).
-            low = max(day, self.since) if self.since else day
-            after = _after_prefix(day)
-            high = min(b for b in (after, self.until) if b is not None) if (after or self.until) else None
-            conditions = [REPORT_KINDS, f"e.kind = '{kind}'", "e.ts >= ?"]
-            args.append(low)
-            if high is not None:
-                conditions.append("e.ts < ?")
-                args.append(high)
-            conditions.append("substr(e.ts, 1, 10) = ?")
+            conditions = [REPORT_KINDS, f"e.kind = '{kind}'", "substr(e.ts, 1, 10) = ?"]
             args.append(day)
+            if self.since:
+                conditions.append("e.ts >= ?")
+                args.append(self.since)
+            if self.until:
+                conditions.append("e.ts < ?")
+                args.append(self.until)
             if more is not None:
                 conditions.append(more[0])
                 args.append(more[1])
