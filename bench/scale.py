@@ -149,6 +149,13 @@ def draw_cases(db: Path) -> list[Case]:
         Case("usage.summary since", "usage.summary", {"since": since}, report=True),
         Case("usage.summary agent", "usage.summary", {"agent": "claude-code"}, report=True),
         Case("usage.summary project", "usage.summary", {"project": project}, report=True),
+        Case("usage.summary until", "usage.summary", {"until": "2025-10-01T00:00:00Z"}, report=True),
+        Case("usage.summary since until", "usage.summary",
+             {"since": "2025-09-15T08:00:00Z", "until": "2025-10-01T12:00:00Z"}, report=True),
+        Case("usage.summary agent since", "usage.summary", {"agent": "claude-code", "since": since},
+             report=True),
+        Case("usage.summary project until", "usage.summary",
+             {"project": project, "until": "2025-10-01T00:00:00Z"}, report=True),
     ]
     return [c for c in cases if all(v is not None for v in c.params.values())]
 

@@ -218,6 +218,34 @@ ADD_PAGE_INDEXES = ChunkedMigration(
     finish=_finish_page_indexes, chunk=1,
 )
 
+# 10 -> 11: the reports' maintained aggregates (store/aggregates.py), filled from the
+# events already stored in id chunks (about a minute at 10 million events: see
+# docs/performance.md, "Reports at 10 million events"). aggregates imports this module
+# (USAGE_FIELDS): imported when the migration runs.
+
+
+def _begin_aggregates(conn: apsw.Connection) -> None:
+    from . import aggregates
+
+    aggregates.begin_fill(conn)
+
+
+def _aggregates_step(conn: apsw.Connection, after: int, upto: int) -> None:
+    from . import aggregates
+
+    aggregates.fill_step(conn, after, upto)
+
+
+def _finish_aggregates(conn: apsw.Connection) -> None:
+    from . import aggregates
+
+    aggregates.finish_fill(conn)
+
+
+FILL_AGGREGATES = ChunkedMigration(
+    name="aggregates", begin=_begin_aggregates, step=_aggregates_step, finish=_finish_aggregates
+)
+
 # Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
 # a chunk rewrites about 5 MiB of table pages, well within the WAL's bound.
 MIGRATE_CHUNK_IDS = 10_000
@@ -497,6 +525,8 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     """,
     # 9 -> 10: see PAGE_INDEXES.
     ADD_PAGE_INDEXES,
+    # 10 -> 11: see FILL_AGGREGATES.
+    FILL_AGGREGATES,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -38,6 +38,7 @@ from ..events import (
     TurnFacts,
 )
 from ..ingest.cursor import SIDECAR_KEY, Cursor
+from . import aggregates
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .packing import pack
 from .schema import (
@@ -602,6 +603,7 @@ class Store:
                 if r.holder:
                     copies.append((eid, r.holder, r.turn_id, r.subagent_id))
             self._add_copies(copies)
+            self._aggregate_new(prepared, before, rewritten=False)
             return Inserted(inserted)
         new_ids = {
             kh: eid
@@ -610,37 +612,52 @@ class Store:
             )
         }
         out: list[tuple[int, Row]] = []
+        rewritten = False
         for r in prepared:
             self._touch(r, tally)
             eid = new_ids.pop(r.key_hash, None)  # pop: a key twice in one batch is new once
             if eid is None:
-                self._claim(r, tally, copies)
+                rewritten |= self._claim(r, tally, copies, before)
                 continue
             self._count(r.session_id, r.kind, r.data, tally, 1)
             if r.holder:
                 copies.append((eid, r.holder, r.turn_id, r.subagent_id))
             out.append((eid, r))
         self._add_copies(copies)
+        self._aggregate_new(prepared, before, rewritten)
         return Inserted(out)
+
+    def _aggregate_new(self, rows: list[Row], before: int, rewritten: bool) -> None:
+        """The reports' aggregates (store/aggregates.py) take the rows this commit
+        inserted, as they stand after its claims (a key twice in one batch is one row,
+        owned by the stronger claim), and lose the keys a rewrite emptied."""
+        kinds = frozenset(r.kind for r in rows) & aggregates.AGGREGATED_KINDS
+        if kinds:
+            aggregates.add_range(self.conn, before, None, kinds)
+        if rewritten:
+            aggregates.drop_empty(self.conn)
 
     def _claim(
         self,
         r: Row,
         tally: dict[str, _SessionTally],
         copies: list[tuple[int, str, str | None, str | None]],
-    ) -> None:
+        before: int,
+    ) -> bool:
         """A row whose key is already stored. A stronger claim takes the stored event
         over (its session, holder, turn, sub-agent, time and provenance; the data of the
         highest revision) and moves its counters; the holder it displaces keeps a copy.
         A weaker or equal one leaves it, keeps a copy when it is another session's, and
         still brings a higher revision's data (a message that grew, see
         ``Event.revision``). Nothing is counted twice, and subscribers are not told:
-        they were given the event when it was inserted."""
+        they were given the event when it was inserted. Returns whether it rewrote a row
+        committed before this batch (whose share of the aggregates then moved; a row this
+        batch inserted is aggregated once the batch's claims are done)."""
         self._add_copies(copies)  # an earlier row of this batch may have made one
         copies.clear()
         stored = self.conn.execute(_STORED, (r.key_hash,)).fetchone()
         if stored is None:
-            return
+            return False
         (eid, owner, s_holder, s_claim, s_since, s_sub, s_path, s_offset, s_rev, s_kind,
          s_data, s_turn) = stored
         s_holder = s_holder or owner
@@ -648,28 +665,37 @@ class Store:
         stronger = claim_order(
             r.claim, r.claim_since, holder, r.subagent_id, r.source_path, r.offset
         ) < claim_order(s_claim, s_since, s_holder, s_sub, s_path, s_offset)
+        aggregated = eid <= before and s_kind in aggregates.AGGREGATED_KINDS
         if not stronger:
             if r.revision > s_rev:
+                if aggregated:
+                    aggregates.remove_event(self.conn, eid, s_kind)
                 self.conn.execute(
                     "UPDATE events SET packed=?, revision=? WHERE id=?",
                     (r.packed, r.revision, eid),
                 )
+                if aggregated:
+                    aggregates.add_range(self.conn, eid - 1, eid, frozenset([s_kind]))
                 self._reindex(eid, r)
                 self._count(owner, s_kind, s_data, tally, -1)
                 self._count(owner, r.kind, r.data, tally, 1)
             if holder != owner:
                 copies.append((eid, holder, r.turn_id, r.subagent_id))
-            return
+            return aggregated and r.revision > s_rev
         data, revision = (r.data, r.revision) if r.revision >= s_rev else (s_data, s_rev)
         packed = r.packed if data is r.data else pack(data)
         self._count(owner, s_kind, s_data, tally, -1)
         self._count(r.session_id, r.kind, data, tally, 1)
+        if aggregated:
+            aggregates.remove_event(self.conn, eid, s_kind)
         self.conn.execute(
             "UPDATE events SET session_id=?, holder=?, claim=?, claim_since=?, subagent_id=?,"
             " turn_id=?, ts=?, source_id=?, offset=?, packed=?, revision=? WHERE id=?",
             (r.session_id, r.holder, r.claim, r.claim_since, r.subagent_id, r.turn_id, r.ts,
              self._source_ids[r.source_path], r.offset, packed, revision, eid),
         )
+        if aggregated:
+            aggregates.add_range(self.conn, eid - 1, eid, frozenset([s_kind]))
         if revision == r.revision and r.data != s_data:
             self._reindex(eid, r)
         self.conn.execute(
@@ -679,6 +705,7 @@ class Store:
             copies.append((eid, s_holder, s_turn, s_sub))
         if holder != r.session_id:
             copies.append((eid, holder, r.turn_id, r.subagent_id))
+        return aggregated
 
     def _add_copies(self, copies: list[tuple[int, str, str | None, str | None]]) -> None:
         if copies:
