@@ -14,8 +14,9 @@ import orjson
 import pytest
 
 from agentsrc_daemon.store import packing
+from agentsrc_daemon.store.schema import SCHEMA_VERSION
 
-from bigstore import DB_NAME, Appended, BigStore, build, checkout
+from bigstore import DB_NAME, Appended, BigStore, build, checkout, migrated_copy
 from corpus import corpus_home
 from harness import DaemonFactory, claude_line, wait_for
 from replicate import load_corpus, write_copy
@@ -139,3 +140,29 @@ def test_a_daemon_on_a_checkout_reads_nothing_and_goes_live(
     # The cache itself was not touched.
     (cached,) = _rows(three.db_path, "SELECT value FROM counters WHERE name = 'events'")[0]
     assert cached == three.events
+
+
+def test_a_migrated_copy_holds_the_same_and_is_reused(three: BigStore, tmp_path: Path) -> None:
+    """bench/bigstore.py --migrated: a copy at this schema, VACUUMed, that the
+    benchmarks share; the build itself untouched; asked again, reused; a WAL left by a
+    run cut short is removed, not applied to the fresh copy."""
+    original = three.db_path.read_bytes()
+    dest = tmp_path / "migrated"
+    (dest / "data").mkdir(parents=True)
+    (dest / "data" / (DB_NAME + "-wal")).write_bytes(b"not a WAL of this copy")
+    copy = migrated_copy(three, dest, say=False)
+    assert copy.schema_version == SCHEMA_VERSION
+    assert (copy.dir, copy.data_dir, copy.home) == (str(dest), str(dest / "data"), three.home)
+    assert (copy.events, copy.sessions, copy.files, copy.files_gone) == (
+        three.events, three.sessions, three.files, three.files_gone)
+    assert _profile(copy.db_path) == _profile(three.db_path)
+    assert _rows(copy.db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    wal = dest / "data" / (DB_NAME + "-wal")
+    assert not wal.exists() or wal.read_bytes() != b"not a WAL of this copy"
+    assert copy.db_bytes == copy.db_path.stat().st_size <= len(original)
+    assert three.db_path.read_bytes() == original
+    assert BigStore(**orjson.loads((dest / "meta.json").read_bytes())) == copy
+    made = copy.db_path.stat().st_mtime_ns
+    assert migrated_copy(three, dest, say=False) == copy
+    assert copy.db_path.stat().st_mtime_ns == made
+
