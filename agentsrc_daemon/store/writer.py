@@ -170,8 +170,9 @@ class Store:
         from them (by SQLite: about 0.1 s for 10,000 states, against 1-2 s to fetch
         and decode them)."""
         out: dict[str, Cursor] = {}
+        sidecar_adapters = tuple(sidecar_adapters)  # bound below: an iterator is read once
         state_column = "state" if states else "NULL"
-        adapters = ",".join("?" * len(tuple(sidecar_adapters))) or "NULL"
+        adapters = ",".join("?" * len(sidecar_adapters)) or "NULL"
         sig_column = (
             f"CASE WHEN gone_at IS NULL AND adapter IN ({adapters}) THEN"
             f" json_extract(CAST(state AS TEXT), '$.\"{SIDECAR_KEY}\".sig') END"
@@ -181,7 +182,7 @@ class Store:
             "SELECT id, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len,"
             f" head_hash, skipping, {state_column}, generation, lines, skipped, gone_at,"
             f" {sig_column} FROM sources",
-            tuple(sidecar_adapters) if not states else (),
+            sidecar_adapters if not states else (),
         ):
             (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
              skipping, state, generation, lines, skipped, gone_at, sig) = row
@@ -238,40 +239,18 @@ class Store:
 
     def _save_cursor(self, c: Cursor) -> None:
         sid = self._source_id(c)
-        if c.state_in_store:
-            # Its state never left the store (a file marked gone, say): kept as it is.
-            self.conn.execute(
-                "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?,"
-                " offset=?, head_len=?, head_hash=?, skipping=?, generation=?, lines=?,"
-                " skipped=?, gone_at=?, updated_at=? WHERE id=?",
-                (c.adapter, c.mode, c.dev, c.ino, c.size, c.mtime_ns, c.offset, c.head_len,
-                 c.head_hash, int(c.skipping), c.generation, c.lines,
-                 orjson.dumps(c.skipped).decode(), c.gone_at, utc_now(), sid),
-            )
-            return
+        # A state that never left the store (a file marked gone, say) is kept as it is.
+        state = "" if c.state_in_store else " state=?,"
+        values: tuple[Any, ...] = () if c.state_in_store else (
+            orjson.dumps(c.state) if c.state is not None else c.state_json,
+        )
         self.conn.execute(
             "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?,"
-            " head_len=?, head_hash=?, skipping=?, state=?, generation=?, lines=?, skipped=?,"
+            f" head_len=?, head_hash=?, skipping=?,{state} generation=?, lines=?, skipped=?,"
             " gone_at=?, updated_at=? WHERE id=?",
-            (
-                c.adapter,
-                c.mode,
-                c.dev,
-                c.ino,
-                c.size,
-                c.mtime_ns,
-                c.offset,
-                c.head_len,
-                c.head_hash,
-                int(c.skipping),
-                orjson.dumps(c.state) if c.state is not None else c.state_json,
-                c.generation,
-                c.lines,
-                orjson.dumps(c.skipped).decode(),
-                c.gone_at,
-                utc_now(),
-                sid,
-            ),
+            (c.adapter, c.mode, c.dev, c.ino, c.size, c.mtime_ns, c.offset, c.head_len,
+             c.head_hash, int(c.skipping), *values, c.generation, c.lines,
+             orjson.dumps(c.skipped).decode(), c.gone_at, utc_now(), sid),
         )
 
     # ---- the commit --------------------------------------------------------------
@@ -668,14 +647,11 @@ class Store:
         aggregated = eid <= before and s_kind in aggregates.AGGREGATED_KINDS
         if not stronger:
             if r.revision > s_rev:
-                if aggregated:
-                    aggregates.remove_event(self.conn, eid, s_kind)
-                self.conn.execute(
+                self._rewrite_event(
+                    eid, s_kind, aggregated,
                     "UPDATE events SET packed=?, revision=? WHERE id=?",
                     (r.packed, r.revision, eid),
                 )
-                if aggregated:
-                    aggregates.add_range(self.conn, eid - 1, eid, frozenset([s_kind]))
                 self._reindex(eid, r)
                 self._count(owner, s_kind, s_data, tally, -1)
                 self._count(owner, r.kind, r.data, tally, 1)
@@ -686,16 +662,13 @@ class Store:
         packed = r.packed if data is r.data else pack(data)
         self._count(owner, s_kind, s_data, tally, -1)
         self._count(r.session_id, r.kind, data, tally, 1)
-        if aggregated:
-            aggregates.remove_event(self.conn, eid, s_kind)
-        self.conn.execute(
+        self._rewrite_event(
+            eid, s_kind, aggregated,
             "UPDATE events SET session_id=?, holder=?, claim=?, claim_since=?, subagent_id=?,"
             " turn_id=?, ts=?, source_id=?, offset=?, packed=?, revision=? WHERE id=?",
             (r.session_id, r.holder, r.claim, r.claim_since, r.subagent_id, r.turn_id, r.ts,
              self._source_ids[r.source_path], r.offset, packed, revision, eid),
         )
-        if aggregated:
-            aggregates.add_range(self.conn, eid - 1, eid, frozenset([s_kind]))
         if revision == r.revision and r.data != s_data:
             self._reindex(eid, r)
         self.conn.execute(
@@ -706,6 +679,17 @@ class Store:
         if holder != r.session_id:
             copies.append((eid, holder, r.turn_id, r.subagent_id))
         return aggregated
+
+    def _rewrite_event(
+        self, eid: int, kind: str, aggregated: bool, sql: str, args: tuple[Any, ...]
+    ) -> None:
+        """An UPDATE of a stored event; when the reports' aggregates count it, its share
+        is taken out before and added back after, as the row now stands."""
+        if aggregated:
+            aggregates.remove_event(self.conn, eid, kind)
+        self.conn.execute(sql, args)
+        if aggregated:
+            aggregates.add_range(self.conn, eid - 1, eid, frozenset([kind]))
 
     def _add_copies(self, copies: list[tuple[int, str, str | None, str | None]]) -> None:
         if copies:
