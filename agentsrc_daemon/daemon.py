@@ -720,7 +720,9 @@ class Daemon:
         live daemon's RSS is its working set, not the backfill's peak."""
         self.components.store.shrink_cache()
         release_freed_memory()
-        if os.environ.get(GC_FREEZE_ENV, "1") != "0":
+        # Once live only: before the deferred big lines (the scheduler calls this too)
+        # the backfill's own objects are still in use.
+        if self._initial_done and os.environ.get(GC_FREEZE_ENV, "1") != "0":
             freeze_heap()
         log.info("memory_released", rss=rss_bytes())
 
