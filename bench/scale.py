@@ -167,6 +167,17 @@ def _rows_of(answer: dict[str, Any]) -> int:
     return 1
 
 
+def _call(client: Client, case: Case, params: dict[str, Any]) -> Any:
+    """The case's call; None after one over CALL_TIMEOUT_S, which ends the case (recorded
+    as that long)."""
+    try:
+        return client.call(case.method, params)
+    except TimeoutError:
+        case.times.append(CALL_TIMEOUT_S * 1000)
+        case.timed_out = True
+        return None
+
+
 def run_case(client: Client, case: Case, repeats: int) -> None:
     """Time one case; a call over CALL_TIMEOUT_S is recorded as that long and ends the
     case (the client is then reconnected by the caller)."""
@@ -174,11 +185,8 @@ def run_case(client: Client, case: Case, repeats: int) -> None:
     if case.deep is not None:
         pages, field_name, param = case.deep
         for _ in range(pages):
-            try:
-                answer = client.call(case.method, params)
-            except TimeoutError:
-                case.times.append(CALL_TIMEOUT_S * 1000)
-                case.timed_out = True
+            answer = _call(client, case, params)
+            if answer is None:
                 return
             nxt = answer.get(field_name)
             if not nxt:
@@ -189,11 +197,8 @@ def run_case(client: Client, case: Case, repeats: int) -> None:
         if i >= 4 and time.perf_counter() - spent > CASE_BUDGET_S:
             break  # a slow case: its few samples say enough
         t0 = time.perf_counter()
-        try:
-            answer = client.call(case.method, params)
-        except TimeoutError:
-            case.times.append(CALL_TIMEOUT_S * 1000)
-            case.timed_out = True
+        answer = _call(client, case, params)
+        if answer is None:
             return
         if i:
             case.times.append((time.perf_counter() - t0) * 1000)

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import apsw
 from run import REPO, Daemon, make_home  # bench/ is this script's own directory: on the path
@@ -122,6 +123,14 @@ def run_build(d: Daemon, out: Path) -> tuple[float, int]:
     return elapsed, peak
 
 
+def status_or_none(d: Daemon) -> dict[str, Any] | None:
+    """The daemon's status, or None while its socket does not answer (starting, killed)."""
+    try:
+        return dict(d.call("status"))
+    except Exception:  # noqa: BLE001 - any failure to answer is "not yet"
+        return None
+
+
 def migrate_copy(baseline_store: Path, out: Path, home: Path) -> tuple[float, list[float], int]:
     """This tree's daemon on a copy of the baseline's store: until live (the migration,
     then a catch-up with nothing new). Returns the time, the fractions status showed,
@@ -135,9 +144,8 @@ def migrate_copy(baseline_store: Path, out: Path, home: Path) -> tuple[float, li
     try:
         t0 = d.start()
         while True:
-            try:
-                st = d.call("status")
-            except Exception:  # noqa: BLE001 - not answering yet
+            st = status_or_none(d)
+            if st is None:  # not answering yet
                 time.sleep(0.05)
                 continue
             if st["state"] == "migrating":
@@ -265,9 +273,8 @@ def bench_migrate_store(store: Path, home: Path, kill_at: float, compact_too: bo
             first = last = -1.0
             answers = 0
             while True:
-                try:
-                    st = d.call("status")
-                except Exception:  # noqa: BLE001 - not answering yet
+                st = status_or_none(d)
+                if st is None:  # not answering yet
                     time.sleep(0.2)
                     continue
                 if st["state"] == "migrating":
