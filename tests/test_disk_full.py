@@ -71,10 +71,14 @@ def transcript(d: DaemonProcess) -> Path:
 
 
 def append(path: Path, start: int, n: int) -> None:
+    """The lines in one write: written a buffer at a time, the daemon could read and
+    commit the first few lines on their own (a small commit can fit in room freed on
+    the full filesystem, and the test could not tell what failed)."""
     text = f"{MARKER} " + "words of a prompt " * 60
+    lines = b"".join(claude_line(f"u-{i:05d}", text=f"{text} {i}")
+                     for i in range(start, start + n))
     with path.open("ab") as fh:
-        for i in range(start, start + n):
-            fh.write(claude_line(f"u-{i:05d}", text=f"{text} {i}"))
+        fh.write(lines)
 
 
 @pytest.mark.slow
@@ -92,6 +96,10 @@ def test_disk_full_then_space_again(daemon_factory: DaemonFactory) -> None:
         assert st["events"] == 3 * 10 - 1
         assert st["store_errors"] == {"count": 0, "last_error": None, "last_at": None,
                                       "retry_in_s": 0.0}
+        # The daemon truncates its WAL once idle: filled before that, the truncation
+        # would free room on the full filesystem for the next commit.
+        wal = d.data_dir / "agentsrc.db-wal"
+        wait_for(lambda: not wal.exists() or wal.stat().st_size == 0, timeout=30)
         filler = fill(d.data_dir) if mounted else None
         if not mounted:
             hook.write_text("")
