@@ -16,7 +16,7 @@ import orjson
 
 from . import reports
 from .batch import event_row_to_json
-from .schema import USAGE_FIELDS, connect
+from .schema import PROJECT_KINDS, USAGE_FIELDS, connect
 from .search import TITLE_KIND, QuerySyntaxError, compile_query, snippet
 from .where import E_COMMAND_FAILED, Where
 from .where import finding_path_filter as _finding_path_filter
@@ -604,6 +604,9 @@ class Reader:
         newest_first: bool = False,
     ) -> list[dict[str, Any]]:
         where = _event_page(since_id, session_id, [kind], before_id, newest_first)
+        if project and _by_project_arms(kind, session_id, path, newest_first):
+            where.scope(agent=agent, since_ts=since_ts)
+            return self._project_events(where, kind, project, limit)
         where.scope(agent=agent, project=project, since_ts=since_ts)
         where.path_matches(path)
         return self._events(where, limit, newest_first)
@@ -622,14 +625,33 @@ class Reader:
         newest_first: bool = False,
     ) -> list[dict[str, Any]]:
         where = _event_page(since_id, session_id, ["command"], before_id, newest_first)
-        where.scope(project=project, since_ts=since_ts)
+        arms = bool(project) and _by_project_arms("command", session_id, None, newest_first)
+        where.scope(project=None if arms else project, since_ts=since_ts)
         if failed is True:
             where.add(E_COMMAND_FAILED)  # the WHERE of events_failed_commands
         elif failed is False:
             where.add("json_extract(e.data, '$.exit_code') = 0")
         if exit_code is not None:
             where.add("json_extract(e.data, '$.exit_code') = ?", exit_code)
+        if arms and project:
+            return self._project_events(where, "command", project, limit)
         return self._events(where, limit, newest_first)
+
+    def _project_events(
+        self, where: Where, kind: str, project: str, limit: int
+    ) -> list[dict[str, Any]]:
+        """``_events`` oldest first with ``where`` and the events of ``project``: the
+        first ``limit`` ids of each of Where.project_arms, and of those the first
+        ``limit``."""
+        by_session, session_args, by_root, root_args = where.project_arms(kind, project)
+        sql = (
+            f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
+            f" WHERE e.id IN (SELECT id FROM ({by_session}) UNION ALL SELECT id FROM ({by_root}))"
+            " ORDER BY e.id LIMIT ?"
+        )
+        args = [*session_args, limit, *root_args, limit, limit]
+        with self.snapshot():
+            return [event_row_to_json(r) for r in self.conn.execute(sql, args)]
 
     def documents(self) -> list[dict[str, Any]]:
         """Memory files (Codex AGENTS.md and memories/, Claude project memory/): what
@@ -886,6 +908,16 @@ def _derived_step(row: tuple[Any, ...], depth: int) -> dict[str, Any]:
     else:
         step.update(summary=d.get("rel_path") or path or "", path=path, op=d.get("op"))
     return step
+
+
+def _by_project_arms(
+    kind: str, session_id: str | None, path: str | None, newest_first: bool
+) -> bool:
+    """Whether a page with a project filter is read by its two arms (Where.project_arms):
+    oldest first, of a kind they index, with no session or path (whose indexes narrow
+    more than the project's arms, and with the project's OR are pages as before).
+    Newest first is as before: the kind's time index, testing each event."""
+    return kind in PROJECT_KINDS and not session_id and not path and not newest_first
 
 
 def _event_page(

@@ -246,6 +246,52 @@ FILL_AGGREGATES = ChunkedMigration(
     name="aggregates", begin=_begin_aggregates, step=_aggregates_step, finish=_finish_aggregates
 )
 
+# 11 -> 12: the project filters of files.reads, files.edits and commands.list, oldest
+# first (docs/performance.md, "Pages at 10 million events, again (project filters)").
+# An event is in a project by its session (whose project root or cwd is the project) or
+# by its own data (derived reads and edits carry a ``project_root``), so a page was a
+# walk of the kind that unpacked every event of another session. Now two arms, each in
+# id order: the kind's events with the last characters of their session's id
+# (SESSION_TAIL, read from the index: the full id is checked only for a match, so only
+# the page's own rows are read), and the events by their own project root (an index of
+# the few kinds that carry one; NULL left out). Small: the tail is 8 bytes, not the
+# id's 40. Each index is a step of its own, committed with the count of those built.
+SESSION_TAIL = "substr(session_id, -8)"
+PROJECT_KINDS = ("read", "edit", "command")
+PROJECT_ROOT = "json_extract(data, '$.project_root')"
+PROJECT_INDEXES = (
+    *(f"CREATE INDEX IF NOT EXISTS events_{kind}s_by_session ON events(id, {SESSION_TAIL})"
+      f" WHERE kind = '{kind}'" for kind in PROJECT_KINDS),
+    f"CREATE INDEX IF NOT EXISTS events_project_roots ON events({PROJECT_ROOT}, kind, id)"
+    f" WHERE ({' OR '.join(f'kind = {k!r}' for k in PROJECT_KINDS)})"
+    f" AND {PROJECT_ROOT} IS NOT NULL",
+)
+
+
+def _begin_project_indexes(conn: apsw.Connection) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO counters(name, value) VALUES ('project_indexes_target', ?),"
+        " ('project_indexes_done', 0)",
+        (len(PROJECT_INDEXES),),
+    )
+
+
+def _project_indexes_step(conn: apsw.Connection, after: int, upto: int) -> None:
+    for sql in PROJECT_INDEXES[after:upto]:
+        conn.execute(sql)
+
+
+def _finish_project_indexes(conn: apsw.Connection) -> None:
+    conn.execute(
+        "DELETE FROM counters WHERE name IN ('project_indexes_done', 'project_indexes_target')"
+    )
+
+
+ADD_PROJECT_INDEXES = ChunkedMigration(
+    name="project_indexes", begin=_begin_project_indexes, step=_project_indexes_step,
+    finish=_finish_project_indexes, chunk=1,
+)
+
 # Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
 # a chunk rewrites about 5 MiB of table pages, well within the WAL's bound.
 MIGRATE_CHUNK_IDS = 10_000
@@ -527,6 +573,8 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     ADD_PAGE_INDEXES,
     # 10 -> 11: see FILL_AGGREGATES.
     FILL_AGGREGATES,
+    # 11 -> 12: see PROJECT_INDEXES.
+    ADD_PROJECT_INDEXES,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .schema import COMMAND_FAILED, PARTIAL_INDEXED_KINDS, PATH_TAIL
+from .schema import (
+    COMMAND_FAILED,
+    PARTIAL_INDEXED_KINDS,
+    PATH_TAIL,
+    PROJECT_KINDS,
+    PROJECT_ROOT,
+    SESSION_TAIL,
+)
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -16,6 +23,14 @@ _GLOB_CHARS = frozenset("*?[")
 # their indexes, repeated exactly (SQLite matches an indexed expression by its terms).
 E_PATH_TAIL = re.sub(r"\bpath\b", "e.path", PATH_TAIL)
 E_COMMAND_FAILED = re.sub(r"\bdata\b", "e.data", COMMAND_FAILED)
+E_SESSION_TAIL = re.sub(r"\bsession_id\b", "e.session_id", SESSION_TAIL)
+E_PROJECT_ROOT = re.sub(r"\bdata\b", "e.data", PROJECT_ROOT)
+# The sessions of a project (its project root or its cwd), and their SESSION_TAILs.
+PROJECT_SESSIONS = "(SELECT id FROM sessions WHERE project_root = ? OR cwd = ?)"
+PROJECT_SESSION_TAILS = (
+    f"(SELECT {SESSION_TAIL.replace('session_id', 'id')} FROM sessions"
+    " WHERE project_root = ? OR cwd = ?)"
+)
 
 
 @dataclass(slots=True)
@@ -32,6 +47,9 @@ class Where:
     def add(self, condition: str, *args: Any) -> None:
         self.conditions.append(condition)
         self.args.extend(args)
+
+    def copy(self) -> Where:
+        return Where(list(self.conditions), list(self.args))
 
     def sql(self) -> str:
         """`` WHERE a AND b``, or nothing when there is no condition."""
@@ -64,14 +82,43 @@ class Where:
             # The session's project first: SQLite stops at the first true term of an OR,
             # and that one is a lookup in a list, the other unpacks the event's data.
             self.add(
-                "(e.session_id IN (SELECT id FROM sessions WHERE project_root = ? OR cwd = ?)"
-                " OR json_extract(e.data, '$.project_root') = ?)",
+                f"(e.session_id IN {PROJECT_SESSIONS} OR {E_PROJECT_ROOT} = ?)",
                 project,
                 project,
                 project,
             )
         if since_ts:
             self.add("e.ts >= ?", since_ts)
+
+    def project_arms(self, kind: str, project: str) -> tuple[str, list[Any], str, list[Any]]:
+        """The ids of a page of one kind's events in a project, oldest first, as two
+        statements (SQL and values) whose rows together are those of this page with
+        ``scope(project=...)``: each is in id order, so the page's first ``limit`` ids are
+        among the first ``limit`` of each (both end with ``ORDER BY e.id LIMIT ?``).
+
+        The events of the project's sessions walk the kind's events_<kind>s_by_session
+        (schema 12), matching their SESSION_TAIL from the index; only a match is read
+        from the table, for its whole session id, its session looked up by key (CASE:
+        that test after the tail's; measured, a lookup beats a second list).
+        The events that name the project in their data are a range of
+        events_project_roots. An event in both arms is in the page once (``e.id IN``)."""
+        assert kind in PROJECT_KINDS, kind
+        by_session = self.copy()
+        by_session.add(
+            f"CASE WHEN {E_SESSION_TAIL} IN {PROJECT_SESSION_TAILS}"
+            " THEN EXISTS (SELECT 1 FROM sessions ps WHERE ps.id = e.session_id"
+            " AND (ps.project_root = ? OR ps.cwd = ?)) END",
+            project, project, project, project,
+        )
+        by_root = self.copy()
+        by_root.add(f"{E_PROJECT_ROOT} = ?", project)
+        return (
+            f"SELECT e.id FROM events e INDEXED BY events_{kind}s_by_session{by_session.sql()}"
+            " ORDER BY e.id LIMIT ?",
+            by_session.args,
+            f"SELECT e.id FROM events e{by_root.sql()} ORDER BY e.id LIMIT ?",
+            by_root.args,
+        )
 
     def path_matches(self, path: str | None) -> None:
         if path:
