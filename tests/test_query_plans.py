@@ -59,8 +59,11 @@ _SINCE = ("`since` over the kind's id order: a time is no index range there (an 
           " time index instead")
 _GLOB = ("a glob (`*.py`, `dir/*`): no index range of a path's beginning or end matches a GLOB"
          " whose wildcards may span separators, and an absolute one matches case-insensitively")
-_PROJECT = ("a project: the event's own project_root (its JSON) or its session's; no index of"
-            " either for the events")
+_PROJECT = ("a project: the event's own project_root (its JSON, an index range since schema 12)"
+            " or its session's. Oldest first, the kind's events_<kind>s_by_session is walked"
+            " matching the session id's tail from the index (a table read per match only): a"
+            " rare project still walks the kind's index, without reading its rows (0.1-0.2 s at"
+            " 10 million events); newest first, the kind's time index, testing each event")
 KNOWN_WALKS: dict[str, str] = {
     **{f"{case} +since": _SINCE for case in (
         "files.reads", "files.reads glob *.py", "files.reads glob abs dir", "files.reads project",
@@ -80,13 +83,14 @@ KNOWN_WALKS: dict[str, str] = {
        " an OR over a list, no index range"
        for page in ("", " +['since_id']", " +['before_id']", " +['before_id', 'order']")},
 }
-# The indexes of a whole kind (schema 2, 9 and 10), walked by id or by time.
+# The indexes of a whole kind (schema 2, 9, 10 and 12), walked by id or by time.
 _KIND_INDEXES = re.compile(r"events_(?:reads|edits|commands|secrets|sensitive|usage|prompts)"
-                           r"(?:_by_time)?$")
+                           r"(?:_by_time|_by_session)?$")
 _WALK = re.compile(r"(?:SCAN|SEARCH) (\w+) USING (?:COVERING )?INDEX (\w+)(?: \((.*)\))?$")
 # Conditions of a page on the events that no kind index applies (the kind, the id and
 # the time cursors are what the index is walked by).
 _DISCARDING = re.compile(r"json_extract\(e\.data|json_each|\bGLOB\b|\bLIKE\b|e\.session_id IN"
+                         r"|substr\(e\.session_id"
                          r"|e\.adapter =|e\.path =|lower\(", re.IGNORECASE)
 _SINCE_FILTER = re.compile(r"\be\.ts >= \?")
 # The reports walk a kind on purpose (they read all of it); another part's work.
@@ -261,7 +265,8 @@ def test_no_page_walks_a_whole_kind(store: BigStore) -> None:
     ("index", "method", "params"),
     [
         ("events_session", "events.list", {"session_id": None}),
-        ("events_reads", "files.reads", {}),
+        # Either orders the reads by id (schema 12's index by session tail has the id first).
+        ("events_reads,events_reads_by_session", "files.reads", {}),
         ("sessions_by_last", "sessions.list", {}),
         ("events_reads_by_time", "files.reads", {"order": "desc"}),
         ("events_secrets_by_time", "findings.list", {"order": "desc"}),
@@ -289,6 +294,7 @@ def test_a_dropped_index_is_caught(
         return any(full_scans(db, s, b) or kind_walks(s, _plan(db, s, b)) for s, b in statements)
 
     assert statements and not scans()
-    dst.execute(f"DROP INDEX {index}")
+    for name in index.split(","):
+        dst.execute(f"DROP INDEX {name}")
     dst.close()
     assert scans()
