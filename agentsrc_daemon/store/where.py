@@ -101,7 +101,8 @@ class Where:
         from the table, for its whole session id, its session looked up by key (CASE:
         that test after the tail's; measured, a lookup beats a second list).
         The events that name the project in their data are a range of
-        events_project_roots. An event in both arms is in the page once (``e.id IN``)."""
+        events_project_roots (named: with ``failed`` SQLite would rather walk the
+        failed commands, unpacking each). An event in both arms is in the page once (``e.id IN``)."""
         assert kind in PROJECT_KINDS, kind
         by_session = self.copy()
         by_session.add(
@@ -116,7 +117,8 @@ class Where:
             f"SELECT e.id FROM events e INDEXED BY events_{kind}s_by_session{by_session.sql()}"
             " ORDER BY e.id LIMIT ?",
             by_session.args,
-            f"SELECT e.id FROM events e{by_root.sql()} ORDER BY e.id LIMIT ?",
+            f"SELECT e.id FROM events e INDEXED BY events_project_roots{by_root.sql()}"
+            " ORDER BY e.id LIMIT ?",
             by_root.args,
         )
 
