@@ -302,6 +302,16 @@ def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: 
     assert agg_rows(conn) == want
     assert not list(conn.execute("SELECT name FROM counters WHERE name LIKE 'usage_groups%'"))
     assert next(iter(conn.execute("PRAGMA user_version")))[0] == version + 1
+    # A key changing (no writer does it: the upserts change sums) moves its share too,
+    # as a fill from the keys as they then stand computes it.
+    conn.execute("BEGIN")
+    conn.execute("UPDATE agg_usage SET day = '2099-01-01', responses = responses + 1"
+                 " WHERE (session_id, model, day) = (SELECT session_id, model, day FROM agg_usage LIMIT 1)")
+    moved = agg_rows(conn, GROUP_TABLES)
+    assert moved != {t: want[t] for t in GROUP_TABLES}
+    usage_groups.fill_step(conn, 0, 1)
+    assert agg_rows(conn, GROUP_TABLES) == moved
+    conn.execute("ROLLBACK")
     conn.close()
     store = Store(db)
     try:

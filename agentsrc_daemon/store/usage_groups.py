@@ -85,12 +85,28 @@ def _remove(r: str) -> str:
     )
 
 
+def _move() -> str:
+    """An update keeping the key (the upserts'): its rows take the difference."""
+    return "".join(
+        "UPDATE agg_usage_by SET "
+        + ", ".join(f"{f} = {f} + NEW.{f} - OLD.{f}" for f in _SUMS)
+        + f" WHERE {_key(dim, value, 'NEW')}; "
+        for dim, value in _DIMENSIONS
+    )
+
+
+_SAME_KEY = " AND ".join(
+    f"NEW.{c} IS OLD.{c}" for c in ("session_id", "model", "day", "adapter", "project")
+)
 _GROUP = "dim = {r}.dim AND value = {r}.value"
 TRIGGERS = f"""
 CREATE TRIGGER IF NOT EXISTS agg_usage_by_insert AFTER INSERT ON agg_usage BEGIN
     {_add('NEW')}
 END;
-CREATE TRIGGER IF NOT EXISTS agg_usage_by_update AFTER UPDATE ON agg_usage BEGIN
+CREATE TRIGGER IF NOT EXISTS agg_usage_by_update AFTER UPDATE ON agg_usage WHEN {_SAME_KEY} BEGIN
+    {_move()}
+END;
+CREATE TRIGGER IF NOT EXISTS agg_usage_by_rekey AFTER UPDATE ON agg_usage WHEN NOT ({_SAME_KEY}) BEGIN
     {_add('NEW')}{_remove('OLD')}
 END;
 CREATE TRIGGER IF NOT EXISTS agg_usage_by_delete AFTER DELETE ON agg_usage BEGIN
