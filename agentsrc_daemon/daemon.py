@@ -410,11 +410,13 @@ class Daemon:
             phases.done("store")
             ingestor = self._build_ingestor()
             phases.done("stages")
-            # The adapter states stay in the store until their file is read.
+            # The adapter states stay in the store until their file is read, and the
+            # cursors of gone files until their path is seen again.
             ingestor.cursors = store.load_cursors(
-                states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS
+                states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS, gone=False
             )
             ingestor.state_loader = store.cursor_state
+            ingestor.gone_loader = store.gone_cursor
             phases.done("cursors")
         finally:
             watching.join()
@@ -453,7 +455,8 @@ class Daemon:
             roots={k: str(v) for k, v in self.cfg.roots().items()},
             watch_modes=self.components.watcher.modes,
             scan=self.scan_state.get("enabled"),
-            cursors=len(ingestor.cursors),
+            cursors=len(ingestor.cursors),  # the live files' (gone ones when seen again)
+            files_gone=store.gone_count(),  # their cursors stay in the store
             start_ms=phases.ms,  # where the start went (wall ms per phase)
         )
         if not self.scan_state.get("enabled"):
@@ -535,7 +538,7 @@ class Daemon:
                 queued += 1
                 if not self._initial_done:
                     self.progress.files_total += 1
-                    c = ingestor.cursors.get(spec.path)
+                    c = ingestor.known_cursor(spec.path)
                     same = c is not None and c.ino == st.st_ino
                     done = c.offset if c and same and spec.mode == sources.JSONL else 0
                     if spec.mode != sources.SQLITE:  # a database's progress is its rows

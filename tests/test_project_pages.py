@@ -1,5 +1,5 @@
 """A page of files.reads, files.edits or commands.list with a project, oldest first, read
-by the two indexed arms of store/where.py ``Where.project_arms`` (schema 12), answers
+by the two indexed arms of store/where.py ``Where.project_arms`` (schema 13), answers
 exactly what the walk it replaces answered (``Where.scope(project=...)`` over the kind's
 index): the same rows and the same next cursors, page after page, with every other
 filter. On a store the real daemon built from the corpus, for every project its

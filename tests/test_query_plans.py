@@ -59,7 +59,7 @@ _SINCE = ("`since` over the kind's id order: a time is no index range there (an 
           " time index instead")
 _GLOB = ("a glob (`*.py`, `dir/*`): no index range of a path's beginning or end matches a GLOB"
          " whose wildcards may span separators, and an absolute one matches case-insensitively")
-_PROJECT = ("a project: the event's own project_root (its JSON, an index range since schema 12)"
+_PROJECT = ("a project: the event's own project_root (its JSON, an index range since schema 13)"
             " or its session's. Oldest first, the kind's events_<kind>s_by_session is walked"
             " matching the session id's tail from the index (a table read per match only): a"
             " rare project still walks the kind's index, without reading its rows (0.1-0.2 s at"
@@ -83,7 +83,7 @@ KNOWN_WALKS: dict[str, str] = {
        " an OR over a list, no index range"
        for page in ("", " +['since_id']", " +['before_id']", " +['before_id', 'order']")},
 }
-# The indexes of a whole kind (schema 2, 9, 10 and 12), walked by id or by time.
+# The indexes of a whole kind (schema 2, 9, 10 and 13), walked by id or by time.
 _KIND_INDEXES = re.compile(r"events_(?:reads|edits|commands|secrets|sensitive|usage|prompts)"
                            r"(?:_by_time|_by_session)?$")
 _WALK = re.compile(r"(?:SCAN|SEARCH) (\w+) USING (?:COVERING )?INDEX (\w+)(?: \((.*)\))?$")
@@ -265,7 +265,7 @@ def test_no_page_walks_a_whole_kind(store: BigStore) -> None:
     ("index", "method", "params"),
     [
         ("events_session", "events.list", {"session_id": None}),
-        # Either orders the reads by id (schema 12's index by session tail has the id first).
+        # Either orders the reads by id (schema 13's index by session tail has the id first).
         ("events_reads,events_reads_by_session", "files.reads", {}),
         ("sessions_by_last", "sessions.list", {}),
         ("events_reads_by_time", "files.reads", {"order": "desc"}),

@@ -19,13 +19,15 @@ from hypothesis import strategies as st
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.ingest.cursor import Cursor
-from agentsrc_daemon.store import Batch, Reader, Store, aggregates, schema
+from agentsrc_daemon.store import Batch, Reader, Store, aggregates, schema, usage_groups
 
 from bigstore import BigStore, build
 from corpus import corpus_home
 
 AGG_TABLES = ("agg_usage", "agg_secret_values", "agg_secret_sessions", "agg_secret_files", "agg_secret_paths",
               "agg_sensitive", "agg_external_reads")
+# The usage aggregate per grouping (schema 12), kept by triggers on agg_usage.
+GROUP_TABLES = ("agg_usage_by", "agg_usage_group")
 
 
 def _normal(value: Any) -> Any:
@@ -58,12 +60,15 @@ def assert_reports_match(reader: Reader, findings_since: list[str | None],
         assert _normal(got) == _normal(report_oracle.usage_summary(reader.conn, **f)), f
 
 
-def agg_rows(conn: apsw.Connection) -> dict[str, list[tuple[Any, ...]]]:
-    return {t: sorted(conn.execute(f"SELECT * FROM {t}"), key=repr) for t in AGG_TABLES}
+def agg_rows(conn: apsw.Connection, tables: tuple[str, ...] = AGG_TABLES + GROUP_TABLES
+             ) -> dict[str, list[tuple[Any, ...]]]:
+    return {t: sorted(conn.execute(f"SELECT * FROM {t}"), key=repr) for t in tables}
 
 
 def refilled(db: Path, tmp: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """The aggregates the migration's fill computes from the events of a copy of ``db``."""
+    """The aggregates the migrations' fills compute from the events of a copy of ``db``:
+    the 10 -> 11 fill (the groupings following by their triggers), then the 11 -> 12
+    fill of the groupings from agg_usage alone, which must give the same rows."""
     copy = tmp / "refill.db"
     src = schema.connect(db, readonly=True)
     dst = schema.connect(copy)
@@ -71,11 +76,16 @@ def refilled(db: Path, tmp: Path) -> dict[str, list[tuple[Any, ...]]]:
         b.step()
     src.close()
     with dst:
-        for t in AGG_TABLES:
+        for t in AGG_TABLES + GROUP_TABLES:
             dst.execute(f"DELETE FROM {t}")
+        assert agg_rows(dst, GROUP_TABLES) == {t: [] for t in GROUP_TABLES}
         aggregates.fill_step(dst, 0, 1 << 62)
     try:
-        return agg_rows(dst)
+        by_triggers = agg_rows(dst)
+        with dst:
+            usage_groups.fill_step(dst, 0, 1)
+        assert agg_rows(dst) == by_triggers
+        return by_triggers
     finally:
         dst.close()
         copy.unlink()
@@ -234,7 +244,7 @@ def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tm
     with conn.backup("main", src, "main") as b:
         b.step()
     src.close()
-    want = agg_rows(conn)
+    want = agg_rows(conn, AGG_TABLES)
     version = schema.MIGRATIONS.index(schema.FILL_AGGREGATES)
     with conn:
         for t in AGG_TABLES:
@@ -256,7 +266,101 @@ def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tm
     seen.clear()
     schema.run_migration(conn, version, lambda *a: seen.append(a), chunk=5000)
     assert seen[0] == ("aggregates", 10000, last) and seen[-1][1:] == (last, last)
-    assert agg_rows(conn) == want
+    assert agg_rows(conn, AGG_TABLES) == want
     assert not list(conn.execute("SELECT name FROM counters WHERE name LIKE 'aggregates%'"))
     assert next(iter(conn.execute("PRAGMA user_version")))[0] == version + 1
     conn.close()
+
+
+def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: Path) -> None:
+    """A store at the version before FILL_USAGE_GROUPS (the groupings and their triggers
+    dropped): migrated with progress, it holds what the triggers kept, and keeps it
+    through a commit after."""
+    db = tmp_path / "s11.db"
+    src = schema.connect(corpus_store.db_path, readonly=True)
+    conn = schema.connect(db)
+    with conn.backup("main", src, "main") as b:
+        b.step()
+    src.close()
+    want = agg_rows(conn)
+    assert want["agg_usage_by"] and want["agg_usage_group"]
+    sessions = next(iter(conn.execute("SELECT COUNT(DISTINCT session_id) FROM agg_usage")))[0]
+    assert [tuple(r) for r in conn.execute(
+        "SELECT sessions, responses FROM agg_usage_group WHERE dim = 'session'")] == [
+        (sessions, next(iter(conn.execute("SELECT SUM(responses) FROM agg_usage")))[0])]
+    version = schema.MIGRATIONS.index(schema.FILL_USAGE_GROUPS)
+    with conn:
+        for t in GROUP_TABLES:
+            conn.execute(f"DROP TABLE {t}")
+        for (name,) in list(conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'agg_usage'")):
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute(f"PRAGMA user_version={version}")
+    seen: list[tuple[str, int, int]] = []
+    schema.run_migration(conn, version, lambda *a: seen.append(a))
+    assert seen == [("usage_groups", 0, 1), ("usage_groups", 1, 1)]
+    assert agg_rows(conn) == want
+    assert not list(conn.execute("SELECT name FROM counters WHERE name LIKE 'usage_groups%'"))
+    assert next(iter(conn.execute("PRAGMA user_version")))[0] == version + 1
+    # A key changing (no writer does it: the upserts change sums) moves its share too,
+    # as a fill from the keys as they then stand computes it.
+    conn.execute("BEGIN")
+    conn.execute("UPDATE agg_usage SET day = '2099-01-01', responses = responses + 1"
+                 " WHERE (session_id, model, day) = (SELECT session_id, model, day FROM agg_usage LIMIT 1)")
+    moved = agg_rows(conn, GROUP_TABLES)
+    assert moved != {t: want[t] for t in GROUP_TABLES}
+    usage_groups.fill_step(conn, 0, 1)
+    assert agg_rows(conn, GROUP_TABLES) == moved
+    conn.execute("ROLLBACK")
+    conn.close()
+    store = Store(db)
+    try:
+        b = Batch(events=[E.Event(key="u-new", session_id="codex:new", kind=E.USAGE, ts="2031-01-01T00:00:00Z",
+                                  adapter="codex", source_path="/x/new.jsonl", offset=0,
+                                  data={"model": "m-new", "input_tokens": 7, "total_tokens": 9})])
+        b.cursors["/x/new.jsonl"] = Cursor("/x/new.jsonl", "codex", "jsonl", offset=10)
+        store.commit(b)
+    finally:
+        store.close()
+    reader = Reader(db)
+    try:
+        got = reader.usage_summary()
+        assert _normal(got) == _normal(report_oracle.usage_summary(reader.conn))
+        assert [r for r in got["by_model"] if r["model"] == "m-new"] == [
+            {"model": "m-new", "sessions": 1, "responses": 1, "input_tokens": 7, "output_tokens": 0,
+             "cache_read_tokens": 0, "cache_creation_tokens": 0, "reasoning_tokens": 0, "total_tokens": 9}]
+        assert got["totals"]["sessions"] == sessions + 1
+    finally:
+        reader.close()
+
+
+def test_a_session_counts_once_under_its_model(tmp_path: Path) -> None:
+    """Keys of their own model and keys without one (counted under the session's model,
+    the same): the session once by model, as the oracle counts it, and the model-less
+    keys of another session under that session's model."""
+    db = tmp_path / "db.sqlite"
+    store = Store(db)
+    try:
+        def usage(key: str, session: str, model: str | None, tokens: int) -> E.Event:
+            data: dict[str, Any] = {"total_tokens": tokens, **({"model": model} if model else {})}
+            return E.Event(key=key, session_id=session, kind=E.USAGE, ts="2025-03-01T10:00:00Z",
+                           adapter="codex", source_path=f"/x/{session}.jsonl", offset=len(key), data=data)
+
+        b = Batch(events=[usage("u1", "codex:a", "gpt-5", 1), usage("u2", "codex:a", None, 2),
+                          usage("u3", "codex:b", None, 4)])
+        b.sessions += [E.SessionFacts("codex:a", "codex", "a", model="gpt-5"),
+                       E.SessionFacts("codex:b", "codex", "b", model="gpt-5")]
+        for e in b.events:
+            b.cursors[e.source_path] = Cursor(e.source_path, "codex", "jsonl", offset=10)
+        store.commit(b)
+    finally:
+        store.close()
+    reader = Reader(db)
+    try:
+        got = reader.usage_summary()
+        assert _normal(got) == _normal(report_oracle.usage_summary(reader.conn))
+        assert [(r["model"], r["sessions"], r["responses"], r["total_tokens"]) for r in got["by_model"]] == [
+            ("gpt-5", 2, 3, 7)]
+        assert (got["totals"]["sessions"], got["totals"]["total_tokens"]) == (2, 7)
+    finally:
+        reader.close()

@@ -401,3 +401,46 @@ def test_the_page_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None
     assert list(conn.execute("SELECT name FROM counters WHERE name LIKE 'page_indexes%'")) == []
     # Progress from where it resumed, one index at a time.
     assert steps == [("page_indexes", d, len(names)) for d in range(3, len(names) + 1)]
+
+
+def test_gone_cursors_left_out_at_start_and_fetched_by_path(store: Store) -> None:
+    """The daemon's start loads the live files' cursors only (load_cursors(gone=False));
+    a gone file's cursor is fetched by its path (Store.gone_cursor) with every field as
+    the full load has it, and the ingestor keeps it once fetched."""
+    from agentsrc_daemon.ingest import sources
+    from agentsrc_daemon.ingest.round import Ingestor
+
+    b = batch(ev("p1", E.PROMPT, data={"text": "a"}))
+    b.cursors["/x/a.jsonl"].state = {"turn": 3}
+    b.cursors["/x/a.jsonl"].skipped = {"malformed_json": 2}
+    b.cursors["/x/b.jsonl"] = Cursor("/x/b.jsonl", "codex", "jsonl", offset=7, ino=5, dev=1)
+    store.commit(b)
+    gone = store.load_cursors(states=False)["/x/a.jsonl"]
+    gone.gone_at, gone.generation, gone.lines = "2026-01-01T00:00:00Z", 3, 11
+    b2 = Batch()
+    b2.cursors[gone.path] = gone
+    store.commit(b2)
+
+    assert sorted(store.load_cursors(states=False, gone=False)) == ["/x/b.jsonl"]
+    assert sorted(store.load_cursors(states=False)) == ["/x/a.jsonl", "/x/b.jsonl"]
+    assert store.gone_count() == 1
+    full = store.load_cursors(states=False)["/x/a.jsonl"]
+    fetched = store.gone_cursor("/x/a.jsonl")
+    assert fetched == full  # the same fields, the state still in the store
+    assert (fetched.gone_at, fetched.generation, fetched.lines, fetched.skipped) == (
+        "2026-01-01T00:00:00Z", 3, 11, {"malformed_json": 2}
+    )
+    assert store.gone_cursor("/x/b.jsonl") is None  # live: not a gone cursor
+    assert store.gone_cursor("/x/never.jsonl") is None
+
+    ing = Ingestor(max_line_bytes=1 << 20)
+    ing.cursors = store.load_cursors(states=False, gone=False)
+    ing.state_loader, ing.gone_loader = store.cursor_state, store.gone_cursor
+    spec = sources.SourceSpec("/x/a.jsonl", "codex", sources.JSONL, "/x")
+    c = ing.cursor_for(spec)
+    assert c.source_id == full.source_id and c.generation == 3
+    assert ing.cursors["/x/a.jsonl"] is c  # kept: fetched once
+    ing.load_state(c)
+    assert c.state == {"turn": 3}
+    new = ing.cursor_for(sources.SourceSpec("/x/new.jsonl", "codex", sources.JSONL, "/x"))
+    assert (new.source_id, new.generation, new.offset) == (None, 0, 0)

@@ -174,11 +174,17 @@ class Ingestor:
     # A cursor's state left in the store at start (Cursor.state_in_store), by source id:
     # Store.cursor_state, set by the daemon.
     state_loader: Callable[[int], bytes | str | None] | None = None
+    # The cursors of files marked gone are left in the store at start too (most never
+    # come back): Store.gone_cursor, by path, set by the daemon. ``known_cursor`` asks it
+    # for a path that has no cursor in memory, so a file seen again carries on from its
+    # old cursor (its offset, its identity, its generation) as if it had been loaded.
+    gone_loader: Callable[[str], Cursor | None] | None = None
 
     def take_over(self, old: Ingestor) -> None:
         """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
         self.cursors = old.cursors
         self.state_loader = old.state_loader
+        self.gone_loader = old.gone_loader
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
 
@@ -197,8 +203,18 @@ class Ingestor:
         self.readers.clear()
         self.caught_up.clear()
 
+    def known_cursor(self, path: str) -> Cursor | None:
+        """The path's cursor: the one in memory, or a gone file's fetched from the store
+        (then kept in memory); None for a path never seen."""
+        c = self.cursors.get(path)
+        if c is None and self.gone_loader is not None:
+            c = self.gone_loader(path)
+            if c is not None:
+                self.cursors[path] = c
+        return c
+
     def cursor_for(self, spec: sources.SourceSpec) -> Cursor:
-        c = self.cursors.get(spec.path)
+        c = self.known_cursor(spec.path)
         if c is None:
             c = self.cursors[spec.path] = Cursor(spec.path, spec.adapter, spec.mode)
         return c

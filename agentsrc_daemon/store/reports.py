@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 import orjson
 
+from . import usage_groups
 from .aggregates import (
     NONE,
     REPORT_KINDS,
@@ -200,6 +201,8 @@ def usage_summary(
     own reads the rows in the order it needs; one statement materializing them for all
     five took twice as long at 10 million events). The boundary days' rows are computed
     once and given to each query as JSON."""
+    if not (since_ts or until_ts or project or agent):  # an empty filter is none, as below
+        return _usage_answer(since_ts, until_ts, usage_groups.summary_rows(conn))
     span = Span(since_ts, until_ts)
     columns = (
         f"session_id, NULLIF(model, {NONE}) model, NULLIF(day, {NONE}) day, adapter,"
@@ -257,10 +260,19 @@ def usage_summary(
         "project": "SELECT COALESCE(ss.project_root, ss.cwd), COUNT(*), SUM(per_session.responses),"
                    f" {_sums('per_session')} FROM per_session {join('per_session')} GROUP BY 1",
     }
+    return _usage_answer(since_ts, until_ts, {
+        group: list(conn.execute(with_rows + sql, x_args)) for group, sql in queries.items()
+    })
+
+
+def _usage_answer(
+    since_ts: str | None, until_ts: str | None, rows: dict[str, list[tuple[Any, ...]]]
+) -> dict[str, Any]:
+    """The summary from each grouping's (key, sessions, responses, *sums) rows."""
     total = _usage_row({})
     groups: dict[str, list[dict[str, Any]]] = {g: [] for g in _USAGE_GROUPS}
-    for group, sql in queries.items():
-        for key, sessions, responses, *counts in conn.execute(with_rows + sql, x_args):
+    for group, group_rows in rows.items():
+        for key, sessions, responses, *counts in group_rows:
             if group == "total":
                 if sessions:
                     total = _usage_row({}, sessions, responses, counts)

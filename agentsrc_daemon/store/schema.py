@@ -246,7 +246,35 @@ FILL_AGGREGATES = ChunkedMigration(
     name="aggregates", begin=_begin_aggregates, step=_aggregates_step, finish=_finish_aggregates
 )
 
-# 11 -> 12: the project filters of files.reads, files.edits and commands.list, oldest
+# 11 -> 12: the usage aggregate summed per grouping (store/usage_groups.py), kept by
+# triggers on agg_usage; filled from agg_usage (30,000 keys at 10 million events, not
+# the events: one step of a second or so, with the begin and the finish its progress).
+
+
+def _begin_usage_groups(conn: apsw.Connection) -> None:
+    from . import usage_groups
+
+    usage_groups.begin_fill(conn)
+
+
+def _usage_groups_step(conn: apsw.Connection, after: int, upto: int) -> None:
+    from . import usage_groups
+
+    usage_groups.fill_step(conn, after, upto)
+
+
+def _finish_usage_groups(conn: apsw.Connection) -> None:
+    from . import usage_groups
+
+    usage_groups.finish_fill(conn)
+
+
+FILL_USAGE_GROUPS = ChunkedMigration(
+    name="usage_groups", begin=_begin_usage_groups, step=_usage_groups_step,
+    finish=_finish_usage_groups, chunk=1,
+)
+
+# 12 -> 13: the project filters of files.reads, files.edits and commands.list, oldest
 # first (docs/performance.md, "Pages at 10 million events, again (project filters)").
 # An event is in a project by its session (whose project root or cwd is the project) or
 # by its own data (derived reads and edits carry a ``project_root``), so a page was a
@@ -573,7 +601,9 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     ADD_PAGE_INDEXES,
     # 10 -> 11: see FILL_AGGREGATES.
     FILL_AGGREGATES,
-    # 11 -> 12: see PROJECT_INDEXES.
+    # 11 -> 12: see FILL_USAGE_GROUPS.
+    FILL_USAGE_GROUPS,
+    # 12 -> 13: see PROJECT_INDEXES.
     ADD_PROJECT_INDEXES,
 ]
 

@@ -97,7 +97,7 @@ class Where:
         among the first ``limit`` of each (both end with ``ORDER BY e.id LIMIT ?``).
 
         The events of the project's sessions walk the kind's events_<kind>s_by_session
-        (schema 12), matching their SESSION_TAIL from the index; only a match is read
+        (schema 13), matching their SESSION_TAIL from the index; only a match is read
         from the table, for its whole session id, its session looked up by key (CASE:
         that test after the tail's; measured, a lookup beats a second list).
         The events that name the project in their data are a range of

@@ -104,6 +104,14 @@ class _SessionTally:
     last_ts: str | None = None
 
 
+# A cursor's row (Store._cursor_of); the state and the sidecar signature are chosen by
+# the query.
+_CURSOR_COLUMNS = (
+    "id, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,"
+    " skipping, {state}, generation, lines, skipped, gone_at, {sig}"
+)
+
+
 class Store:
     """The writer side: one per daemon, used from the ingest thread only."""
 
@@ -161,54 +169,77 @@ class Store:
     # ---- cursors ---------------------------------------------------------------
 
     def load_cursors(
-        self, *, states: bool = True, sidecar_adapters: Iterable[str] = ()
+        self, *, states: bool = True, sidecar_adapters: Iterable[str] = (), gone: bool = True
     ) -> dict[str, Cursor]:
         """Every file's cursor. With ``states`` False (the daemon's start) the adapter
         states are not read: a large home holds about 100 MB of them, and most files
         are never read again; ``cursor_state`` fetches one when its file is read. Only
         the sidecar signature of the present sources of ``sidecar_adapters`` is taken
         from them (by SQLite: about 0.1 s for 10,000 states, against 1-2 s to fetch
-        and decode them)."""
-        out: dict[str, Cursor] = {}
+        and decode them). With ``gone`` False (the start too) the files marked gone are
+        left out: a large home has more of them than files on disk (24,203 of 44,203),
+        and one is needed only if its path comes back (``gone_cursor``)."""
         sidecar_adapters = tuple(sidecar_adapters)  # bound below: an iterator is read once
-        state_column = "state" if states else "NULL"
         adapters = ",".join("?" * len(sidecar_adapters)) or "NULL"
         sig_column = (
             f"CASE WHEN gone_at IS NULL AND adapter IN ({adapters}) THEN"
             f" json_extract(CAST(state AS TEXT), '$.\"{SIDECAR_KEY}\".sig') END"
             if not states else "NULL"
         )
-        for row in self.conn.execute(
-            "SELECT id, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len,"
-            f" head_hash, skipping, {state_column}, generation, lines, skipped, gone_at,"
-            f" {sig_column} FROM sources",
-            sidecar_adapters if not states else (),
-        ):
-            (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
-             skipping, state, generation, lines, skipped, gone_at, sig) = row
-            out[path] = Cursor(
-                path=path,
-                adapter=adapter,
-                mode=mode,
-                source_id=sid,
-                dev=dev,
-                ino=ino,
-                size=size,
-                mtime_ns=mtime_ns,
-                offset=offset,
-                head_len=head_len,
-                head_hash=head_hash,
-                skipping=bool(skipping),
-                state_json=state or None,  # decoded when the file is read
-                state_in_store=not states,
-                sidecar_sig=orjson.loads(sig) if sig else None,
-                generation=generation,
-                lines=lines,
-                skipped=orjson.loads(skipped) if skipped else {},
-                gone_at=gone_at,
-            )
-            self._source_ids[path] = sid
-        return out
+        columns = _CURSOR_COLUMNS.format(
+            state="state" if states else "NULL", sig=sig_column
+        )
+        where = "" if gone else " WHERE gone_at IS NULL"
+        rows = self.conn.execute(
+            f"SELECT {columns} FROM sources{where}", sidecar_adapters if not states else ()
+        )
+        return {c.path: c for c in (self._cursor_of(row, states) for row in rows)}
+
+    def gone_cursor(self, path: str) -> Cursor | None:
+        """The cursor of a file marked gone, by its path (one lookup in the path's
+        unique index), its state left in the store as at start; None if the path has
+        no cursor or a live one. For a path seen again that the start did not load
+        (``load_cursors(gone=False)``): it carries on from where the file was (same
+        file moved back) or starts a new generation (another file there)."""
+        row = self.conn.execute(
+            "SELECT " + _CURSOR_COLUMNS.format(state="NULL", sig="NULL")
+            + " FROM sources WHERE path = ? AND gone_at IS NOT NULL",
+            (path,),
+        ).fetchone()
+        return self._cursor_of(row, False) if row is not None else None
+
+    def gone_count(self) -> int:
+        """How many files are marked gone (from their partial index)."""
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM sources INDEXED BY sources_gone WHERE gone_at IS NOT NULL"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _cursor_of(self, row: tuple[Any, ...], states: bool) -> Cursor:
+        (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
+         skipping, state, generation, lines, skipped, gone_at, sig) = row
+        self._source_ids[path] = sid
+        return Cursor(
+            path=path,
+            adapter=adapter,
+            mode=mode,
+            source_id=sid,
+            dev=dev,
+            ino=ino,
+            size=size,
+            mtime_ns=mtime_ns,
+            offset=offset,
+            head_len=head_len,
+            head_hash=head_hash,
+            skipping=bool(skipping),
+            state_json=state or None,  # decoded when the file is read
+            state_in_store=not states,
+            sidecar_sig=orjson.loads(sig) if sig else None,
+            generation=generation,
+            lines=lines,
+            skipped=orjson.loads(skipped) if skipped and skipped != "{}" else {},
+            gone_at=gone_at,
+        )
 
     def committed_cursors(self, paths: Iterable[str]) -> dict[str, Cursor]:
         """After a commit that failed (rolled back): the cursors of ``paths`` as the
