@@ -259,6 +259,33 @@ def test_migrations_from_every_version(tmp_path: Path) -> None:
         conn.close()
 
 
+def _session_indexes(conn: apsw.Connection) -> list[str]:
+    return [name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'sessions'"
+        " AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name"
+    )]
+
+
+def test_the_unused_sessions_last_index_is_dropped(tmp_path: Path) -> None:
+    # The migration that drops it, found by its SQL (other branches may add migrations).
+    drop = MIGRATIONS.index("DROP INDEX IF EXISTS sessions_last;")
+    conn = connect(tmp_path / "old.db")
+    for v in range(drop):
+        run_migration(conn, v)
+    assert "sessions_last" in _session_indexes(conn)
+    conn.execute(
+        "INSERT INTO sessions(id, agent, native_id, last_event_at) VALUES('a', 'codex', 'a', '2026')"
+    )
+    assert migrate(conn) == drop
+    assert _session_indexes(conn) == [
+        "sessions_by_agent", "sessions_by_last", "sessions_by_model", "sessions_by_started",
+        "sessions_by_tokens", "sessions_by_tools", "sessions_cwd", "sessions_parent",
+        "sessions_project", "sessions_report",
+    ]
+    assert list(conn.execute("SELECT id, last_event_at FROM sessions")) == [("a", "2026")]
+    conn.close()
+
+
 def test_schema_4_drops_the_part_digests_of_merged_messages(tmp_path: Path) -> None:
     conn = connect(tmp_path / "v3.db")
     for v in range(3):
