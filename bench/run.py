@@ -94,6 +94,7 @@ class Daemon:
         from datetime import datetime
 
         steps: dict[str, list[float]] = {}
+        shares: dict[str, list[float]] = {}  # per step: sums of ms, cpu_ms, runq_ms
         try:
             lines = (self.dir / "log").read_bytes().splitlines()
         except OSError:
@@ -112,7 +113,21 @@ class Daemon:
                 if step == "gc":
                     step = f"gc{rec.get('generation')}"
                 steps.setdefault(step, []).append(float(rec.get("ms", 0)))
-        return ", ".join(f"{k} {len(v)}x (max {max(v):.0f} ms)" for k, v in sorted(steps.items()))
+                share = shares.setdefault(step, [0.0, 0.0, 0.0])
+                for i, name in enumerate(("ms", "cpu_ms", "runq_ms")):
+                    share[i] += float(rec.get(name, 0))
+
+        def split(step: str) -> str:
+            # Of these steps' time: the thread on a core, waiting for one, and the rest
+            # (blocked: the disk, a lock, the GIL), as the daemon logged them.
+            ms, cpu, runq = shares[step]
+            if not ms or step.startswith("gc"):
+                return ""
+            return (f"; cpu {100 * cpu / ms:.0f}%, run queue {100 * runq / ms:.0f}%,"
+                    f" blocked {100 * max(0.0, ms - cpu - runq) / ms:.0f}%")
+
+        return ", ".join(f"{k} {len(v)}x (max {max(v):.0f} ms{split(k)})"
+                         for k, v in sorted(steps.items()))
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         with Client(self.sock, timeout=60) as c:
