@@ -121,7 +121,7 @@ class Daemon:
             # Of these steps' time: the thread on a core, waiting for one, and the rest
             # (blocked: the disk, a lock, the GIL), as the daemon logged them.
             ms, cpu, runq = shares[step]
-            if not ms or step.startswith("gc"):
+            if not ms or not (cpu or runq) or step.startswith("gc"):  # not logged
                 return ""
             return (f"; cpu {100 * cpu / ms:.0f}%, run queue {100 * runq / ms:.0f}%,"
                     f" blocked {100 * max(0.0, ms - cpu - runq) / ms:.0f}%")
