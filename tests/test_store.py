@@ -323,6 +323,41 @@ def test_wal_mode(store: Store) -> None:
     assert isinstance(store.conn, apsw.Connection)
 
 
+def test_a_live_commit_sets_only_the_session_columns_it_changes(store: Store) -> None:
+    # An UPDATE OF trigger fires for each column in the SET list, changed or not: which
+    # columns each commit SET, by name (SQLite rewrites their indexes' entries).
+    store.conn.execute("CREATE TEMP TABLE set_columns(name TEXT)")
+    for column in ("cwd", "model", "started_at", "last_event_at", "prompts", "title"):
+        store.conn.execute(
+            f"CREATE TEMP TRIGGER set_{column} AFTER UPDATE OF {column} ON main.sessions"
+            f" BEGIN INSERT INTO set_columns VALUES('{column}'); END"
+        )
+
+    def commit(key: str, ts: str, **facts: str) -> list[str]:
+        store.conn.execute("DELETE FROM set_columns")
+        f = E.SessionFacts("codex:s1", "codex", "s1", **facts)  # type: ignore[arg-type]
+        store.commit(batch(ev(key, E.PROMPT, ts=ts, data={"text": key}), facts=[f]))
+        return sorted(n for (n,) in store.conn.execute("SELECT name FROM set_columns"))
+
+    first = {"cwd": "/w", "model": "m1", "started_at": "2025-01-01T00:00:00.000Z"}
+    assert commit("p1", "2025-01-01T00:00:00.000Z", **first,
+                  last_event_at="2025-01-01T00:00:00.000Z") == [
+        "cwd", "last_event_at", "model", "prompts", "started_at"]
+    # The same facts again with a later event: only its time and the counter move.
+    assert commit("p2", "2025-01-01T00:00:05.000Z", **first,
+                  last_event_at="2025-01-01T00:00:05.000Z") == ["last_event_at", "prompts"]
+    # An older line read late moves nothing but the counter; a new model and an earlier
+    # start (earliest wins) are SET.
+    assert commit("p3", "2025-01-01T00:00:01.000Z", cwd="/other",
+                  last_event_at="2025-01-01T00:00:01.000Z") == ["prompts"]
+    assert commit("p4", "2024-12-31T23:59:59.000Z", model="m2",
+                  started_at="2024-12-31T23:59:59.000Z") == ["model", "prompts", "started_at"]
+    row = store.conn.execute(
+        "SELECT cwd, model, started_at, last_event_at, prompts FROM sessions WHERE id='codex:s1'"
+    ).fetchone()
+    assert row == ("/w", "m2", "2024-12-31T23:59:59.000Z", "2025-01-01T00:00:05.000Z", 4)
+
+
 def test_facts_of_a_batch_coalesce_with_the_database_rules() -> None:
     from agentsrc_daemon.store.batch import coalesce_facts
 
