@@ -111,10 +111,24 @@ def slow_step_ms() -> float:
         return SLOW_STEP_MS
 
 
+def thread_sched_ns() -> tuple[int, int]:
+    """The calling thread's time on a core and time waiting in the run queue for one,
+    in ns (Linux's /proc/thread-self/schedstat; (thread CPU time, 0) elsewhere). A slow
+    step's time less both is time blocked: on the disk, a lock or the GIL."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as fh:
+            on_cpu, waiting, _ = fh.read().split()
+        return int(on_cpu), int(waiting)
+    except (OSError, ValueError):
+        return time.thread_time_ns(), 0
+
+
 class StepTimer:
     """Logs the loop's steps (and Python's garbage collections) over a threshold: a
     warning once live, where a live append waits for them; at info while catching up,
-    where a round of the backfill is long by design."""
+    where a round of the backfill is long by design. Each says how much of its time
+    the thread ran (``cpu_ms``) and waited for a core (``runq_ms``): on a loaded
+    machine a slow commit is mostly one or the other, or the disk."""
 
     def __init__(self, threshold_ms: float) -> None:
         self.threshold_s = threshold_ms / 1000
@@ -128,12 +142,16 @@ class StepTimer:
     def step(self, name: str, **fields: Any) -> Iterator[dict[str, Any]]:
         """Times the block; it may add fields to the dict it is given (known after)."""
         t0 = time.perf_counter()
+        cpu0, runq0 = thread_sched_ns()
         try:
             yield fields
         finally:
             took = time.perf_counter() - t0
             if took >= self.threshold_s:
-                self._log(step=name, ms=round(took * 1000, 1), **fields)
+                cpu1, runq1 = thread_sched_ns()
+                self._log(step=name, ms=round(took * 1000, 1),
+                          cpu_ms=round((cpu1 - cpu0) / 1e6, 1),
+                          runq_ms=round((runq1 - runq0) / 1e6, 1), **fields)
 
     def on_gc(self, phase: str, info: dict[str, Any]) -> None:
         # gc.callbacks: a collection of the oldest generation walks every object the

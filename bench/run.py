@@ -94,6 +94,7 @@ class Daemon:
         from datetime import datetime
 
         steps: dict[str, list[float]] = {}
+        shares: dict[str, list[float]] = {}  # per step: sums of ms, cpu_ms, runq_ms
         try:
             lines = (self.dir / "log").read_bytes().splitlines()
         except OSError:
@@ -112,7 +113,21 @@ class Daemon:
                 if step == "gc":
                     step = f"gc{rec.get('generation')}"
                 steps.setdefault(step, []).append(float(rec.get("ms", 0)))
-        return ", ".join(f"{k} {len(v)}x (max {max(v):.0f} ms)" for k, v in sorted(steps.items()))
+                share = shares.setdefault(step, [0.0, 0.0, 0.0])
+                for i, name in enumerate(("ms", "cpu_ms", "runq_ms")):
+                    share[i] += float(rec.get(name, 0))
+
+        def split(step: str) -> str:
+            # Of these steps' time: the thread on a core, waiting for one, and the rest
+            # (blocked: the disk, a lock, the GIL), as the daemon logged them.
+            ms, cpu, runq = shares[step]
+            if not ms or not (cpu or runq) or step.startswith("gc"):  # not logged
+                return ""
+            return (f"; cpu {100 * cpu / ms:.0f}%, run queue {100 * runq / ms:.0f}%,"
+                    f" blocked {100 * max(0.0, ms - cpu - runq) / ms:.0f}%")
+
+        return ", ".join(f"{k} {len(v)}x (max {max(v):.0f} ms{split(k)})"
+                         for k, v in sorted(steps.items()))
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         with Client(self.sock, timeout=60) as c:
@@ -528,38 +543,42 @@ def bench_latency(args: argparse.Namespace) -> None:
     alternate between that tree's daemon and this one's (--runs of each)."""
     base = Path(tempfile.mkdtemp(prefix="asl-"))
     home = base / "home"
-    data: Path | None = None
-    if args.bigstore:
-        # A store built by bench/bigstore.py: its home used in place (the store's paths
-        # are absolute), its database copied once into --workdir (a daemon writes what
-        # it opens) and shared by the runs. Each run appends to files of its own in a
-        # project directory of its own, removed after: the store's files are untouched.
-        home = store_home(Path(args.bigstore))
-        Path(args.workdir).mkdir(parents=True, exist_ok=True)
-        data = Path(tempfile.mkdtemp(prefix="asl-data-", dir=args.workdir))
-        t = time.perf_counter()
-        for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
-            src = Path(args.bigstore) / "data" / name
-            if src.exists():
-                shutil.copyfile(src, data / name)
-                os.chmod(data / name, 0o600)
-        print(f"latency: {args.bigstore}: database copied in {time.perf_counter() - t:.0f} s")
-    elif args.backfill_copies:
-        shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
-                        copy_function=os.link)
     codes: list[Path | None] = [None]
     if args.baseline:
         codes = [Path(args.baseline).resolve(), None]
+    datas: dict[Path | None, Path] = {}
+    if args.bigstore:
+        # A store built by bench/bigstore.py: its home used in place (the store's paths
+        # are absolute), its database copied into --workdir (a daemon writes what it
+        # opens), one copy per tree shared by that tree's runs: each tree migrates its
+        # copy to its own schema, which the other may not open (a newer one is refused).
+        # Each run appends to files of its own in a project directory of its own,
+        # removed after: the store's files are untouched.
+        home = store_home(Path(args.bigstore))
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        for code in codes:
+            data = datas[code] = Path(tempfile.mkdtemp(prefix="asl-data-", dir=args.workdir))
+            t = time.perf_counter()
+            for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
+                src = Path(args.bigstore) / "data" / name
+                if src.exists():
+                    shutil.copyfile(src, data / name)
+                    os.chmod(data / name, 0o600)
+            print(f"latency: {args.bigstore}: database copied in {time.perf_counter() - t:.0f} s")
+    elif args.backfill_copies:
+        shutil.copytree(make_home(args.backfill_copies, Path(args.workdir)), home,
+                        copy_function=os.link)
     results: dict[str, list[float]] = {}
     try:
         for i in range(args.runs):
             for code in codes if i % 2 == 0 else codes[::-1]:
                 name = "baseline" if code is not None else "this tree"
-                p50, p99 = _latency_run(args, home, data, code, f"{i}{'b' if code else 't'}", name)
+                p50, p99 = _latency_run(args, home, datas.get(code), code,
+                                        f"{i}{'b' if code else 't'}", name)
                 results.setdefault(name, []).extend([p50, p99])
     finally:
         shutil.rmtree(base, ignore_errors=True)
-        if data is not None:
+        for data in datas.values():
             shutil.rmtree(data, ignore_errors=True)
     if args.runs > 1 or args.baseline:
         for name, figs in results.items():
@@ -624,11 +643,15 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
         def writer(i: int, f: Path) -> None:
             for n in range(args.appends):
                 token = f"f{i}-n{n}-{tag}"
+                now = time.time()
                 rec = {
                     "type": "user",
                     "sessionId": f.stem,
                     "uuid": token,
-                    "timestamp": "2026-01-01T00:00:00Z",
+                    # The time of the append, as an agent writes it: a live session's
+                    # last_event_at moves with each event, and its sort keys with it.
+                    "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+                    + f".{int(now * 1000) % 1000:03d}Z",
                     "cwd": "/bench",
                     "message": {"role": "user", "content": token},
                 }

@@ -259,6 +259,33 @@ def test_migrations_from_every_version(tmp_path: Path) -> None:
         conn.close()
 
 
+def _session_indexes(conn: apsw.Connection) -> list[str]:
+    return [name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'sessions'"
+        " AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name"
+    )]
+
+
+def test_the_unused_sessions_last_index_is_dropped(tmp_path: Path) -> None:
+    # The migration that drops it, found by its SQL (other branches may add migrations).
+    drop = MIGRATIONS.index("DROP INDEX IF EXISTS sessions_last;")
+    conn = connect(tmp_path / "old.db")
+    for v in range(drop):
+        run_migration(conn, v)
+    assert "sessions_last" in _session_indexes(conn)
+    conn.execute(
+        "INSERT INTO sessions(id, agent, native_id, last_event_at) VALUES('a', 'codex', 'a', '2026')"
+    )
+    assert migrate(conn) == drop
+    assert _session_indexes(conn) == [
+        "sessions_by_agent", "sessions_by_last", "sessions_by_model", "sessions_by_started",
+        "sessions_by_tokens", "sessions_by_tools", "sessions_cwd", "sessions_parent",
+        "sessions_project", "sessions_report",
+    ]
+    assert list(conn.execute("SELECT id, last_event_at FROM sessions")) == [("a", "2026")]
+    conn.close()
+
+
 def test_schema_4_drops_the_part_digests_of_merged_messages(tmp_path: Path) -> None:
     conn = connect(tmp_path / "v3.db")
     for v in range(3):
@@ -294,6 +321,41 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_wal_mode(store: Store) -> None:
     assert store.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert isinstance(store.conn, apsw.Connection)
+
+
+def test_a_live_commit_sets_only_the_session_columns_it_changes(store: Store) -> None:
+    # An UPDATE OF trigger fires for each column in the SET list, changed or not: which
+    # columns each commit SET, by name (SQLite rewrites their indexes' entries).
+    store.conn.execute("CREATE TEMP TABLE set_columns(name TEXT)")
+    for column in ("cwd", "model", "started_at", "last_event_at", "prompts", "title"):
+        store.conn.execute(
+            f"CREATE TEMP TRIGGER set_{column} AFTER UPDATE OF {column} ON main.sessions"
+            f" BEGIN INSERT INTO set_columns VALUES('{column}'); END"
+        )
+
+    def commit(key: str, ts: str, **facts: str) -> list[str]:
+        store.conn.execute("DELETE FROM set_columns")
+        f = E.SessionFacts("codex:s1", "codex", "s1", **facts)  # type: ignore[arg-type]
+        store.commit(batch(ev(key, E.PROMPT, ts=ts, data={"text": key}), facts=[f]))
+        return sorted(n for (n,) in store.conn.execute("SELECT name FROM set_columns"))
+
+    first = {"cwd": "/w", "model": "m1", "started_at": "2025-01-01T00:00:00.000Z"}
+    assert commit("p1", "2025-01-01T00:00:00.000Z", **first,
+                  last_event_at="2025-01-01T00:00:00.000Z") == [
+        "cwd", "last_event_at", "model", "prompts", "started_at"]
+    # The same facts again with a later event: only its time and the counter move.
+    assert commit("p2", "2025-01-01T00:00:05.000Z", **first,
+                  last_event_at="2025-01-01T00:00:05.000Z") == ["last_event_at", "prompts"]
+    # An older line read late moves nothing but the counter; a new model and an earlier
+    # start (earliest wins) are SET.
+    assert commit("p3", "2025-01-01T00:00:01.000Z", cwd="/other",
+                  last_event_at="2025-01-01T00:00:01.000Z") == ["prompts"]
+    assert commit("p4", "2024-12-31T23:59:59.000Z", model="m2",
+                  started_at="2024-12-31T23:59:59.000Z") == ["model", "prompts", "started_at"]
+    row = store.conn.execute(
+        "SELECT cwd, model, started_at, last_event_at, prompts FROM sessions WHERE id='codex:s1'"
+    ).fetchone()
+    assert row == ("/w", "m2", "2024-12-31T23:59:59.000Z", "2025-01-01T00:00:05.000Z", 4)
 
 
 def test_facts_of_a_batch_coalesce_with_the_database_rules() -> None:

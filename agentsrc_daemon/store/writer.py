@@ -81,6 +81,18 @@ _STORED = (
 )
 
 
+def _merge_sql(name: str, weak: bool, value: Any) -> tuple[str, list[Any]]:
+    """A session fact's merge rule in SQL (``Store._merge_session`` applies it in Python
+    when the stored value and the new one have the same type)."""
+    if name in SessionFacts.EARLIEST_WINS:
+        return f"{name}=MIN(COALESCE({name}, ?), ?)", [value, value]
+    if name == "last_event_at":
+        return f"{name}=MAX(COALESCE({name}, ''), ?)", [value]
+    if name in SessionFacts.FIRST_WINS or weak:
+        return f"{name}=COALESCE({name}, ?)", [value]
+    return f"{name}=?", [value]
+
+
 def claim_order(
     claim: int,
     since: str | None,
@@ -517,30 +529,52 @@ class Store:
         return self.search_backlog()
 
     def _merge_session(self, f: SessionFacts) -> None:
+        """The facts merged into the session's row by their rules. Only the columns whose
+        value changes are SET: SQLite rewrites the entries of every index on a column
+        SET, changed or not (eight on the sessions' times, cwd, model), and a live
+        session's facts repeat its cwd, model and start with every line."""
         self.conn.execute(
             "INSERT OR IGNORE INTO sessions(id, agent, native_id) VALUES(?,?,?)",
             (f.session_id, f.agent, f.native_id),
         )
-        sets: list[str] = []
-        args: list[Any] = []
+        given: dict[str, Any] = {}
         for name in SESSION_FACT_FIELDS:
             value = getattr(f, name)
             if value is None:
                 continue
             if isinstance(value, dict):  # an object the agent wrote (source): as JSON
                 value = orjson.dumps(value).decode()
+            given[name] = value
+        if not given:
+            return
+        row = self.conn.execute(
+            f"SELECT {', '.join(given)} FROM sessions WHERE id=?", (f.session_id,)
+        ).fetchone()
+        assert row is not None  # inserted above
+        sets: list[str] = []
+        args: list[Any] = []
+        for (name, value), current in zip(given.items(), row, strict=True):
+            if (current is not None and type(current) is not type(value)) or (
+                name == "last_event_at" and not isinstance(value, str)
+            ):
+                # Not comparable in Python as SQLite compares them: SQLite decides.
+                sql, values = _merge_sql(name, f.weak, value)
+                sets.append(sql)
+                args.extend(values)
+                continue
             if name in SessionFacts.EARLIEST_WINS:
-                sets.append(f"{name}=MIN(COALESCE({name}, ?), ?)")
-                args.append(value)
+                merged = value if current is None else min(current, value)
             elif name == "last_event_at":
-                sets.append(f"{name}=MAX(COALESCE({name}, ''), ?)")
+                merged = max(current or "", value)
             elif name in SessionFacts.FIRST_WINS or f.weak:
                 # weak: learnt from a copy in another session's file; fills what is
                 # unknown, never replaces what the session's own file said.
-                sets.append(f"{name}=COALESCE({name}, ?)")
+                merged = value if current is None else current
             else:
+                merged = value
+            if merged != current:
                 sets.append(f"{name}=?")
-            args.append(value)
+                args.append(merged)
         if sets:
             args.append(f.session_id)
             self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
@@ -772,6 +806,9 @@ class Store:
                 t.last_ts = ts
 
     def _apply_tally(self, tally: dict[str, _SessionTally]) -> None:
+        """A batch's counters and event times, one UPDATE per session. The times are SET
+        only when they move the session's (see _merge_session: each SET rewrites the
+        entries of the indexes on that column); the events' times are text, as stored."""
         for sid, t in tally.items():
             for sub in t.subagents:
                 self.conn.execute(
@@ -781,12 +818,17 @@ class Store:
             counts = {c: n for c, n in t.counts.items() if n}
             sets = [f"{c}={c}+?" for c in counts]
             args: list[Any] = list(counts.values())
-            if t.last_ts:
-                sets.append("last_event_at=MAX(COALESCE(last_event_at,''), ?)")
-                args.append(t.last_ts)
-            if t.first_ts:
-                sets.append("started_at=MIN(COALESCE(started_at, ?), ?)")
-                args.extend([t.first_ts, t.first_ts])
+            if t.last_ts or t.first_ts:
+                row = self.conn.execute(
+                    "SELECT last_event_at, started_at FROM sessions WHERE id=?", (sid,)
+                ).fetchone()
+                last, started = row if row is not None else (None, None)
+                if t.last_ts and not (isinstance(last, str) and last >= t.last_ts):
+                    sets.append("last_event_at=MAX(COALESCE(last_event_at,''), ?)")
+                    args.append(t.last_ts)
+                if t.first_ts and not (isinstance(started, str) and started <= t.first_ts):
+                    sets.append("started_at=MIN(COALESCE(started_at, ?), ?)")
+                    args.extend([t.first_ts, t.first_ts])
             if sets:
                 args.append(sid)
                 self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
