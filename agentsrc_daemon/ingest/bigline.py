@@ -1,0 +1,227 @@
+"""A line over BIG_LINE_BYTES parsed while holding its giant strings once.
+
+Parsing a whole line holds it twice at least: its bytes (or its text) and the parsed
+object's strings (a 50 MB line is 100 MB at the parse). Here the line is read twice from
+the file instead, in chunks: a first pass finds its giant string values (over
+``giant`` bytes, plain ASCII: no escape, no control character, nothing over 0x7f:
+base64 images, long runs of output) without keeping what it reads; a second pass reads
+the rest of the line into a small skeleton, where each giant string is a placeholder,
+parses it, and fills each giant string's ``str`` straight from the file, chunk by chunk,
+into a string allocated at its final size. At the peak the process holds the giant
+strings once, one chunk and the skeleton.
+
+Python has no way to build a ``str`` piece by piece without holding the pieces and the
+result at once (a join, or ``+=`` that is not resized in place), so the string is
+allocated with CPython's ``PyUnicode_New`` (through ctypes) and its bytes written before
+anything else can see it: that is what C code creating a string does. A self-check at
+first use makes sure the layout is the expected one; elsewhere (another Python, an
+unexpected layout) and for any line this does not cover (a giant string with escapes or
+beyond ASCII, a line of many strings, a placeholder-like text in the line), ``parse``
+returns None and the caller parses the line whole as before.
+
+The result is the object ``json.loads`` makes of the whole line (the same parser reads
+the skeleton; the giant strings are what it would decode, since they hold no escape).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import sys
+import zlib
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+GIANT_STRING_BYTES = 1 << 20
+MAX_STRINGS = 100_000  # more strings than this: a line of many values, parsed whole
+
+_QUOTE_OR_BACKSLASH = re.compile(rb'["\\]')
+_NOT_PLAIN = re.compile(rb"[\x00-\x1f\x80-\xff]")
+_MARK = "agentsrc-giant-string-"  # placeholders: "\u0000agentsrc-giant-string-<n>"
+
+
+@dataclass(slots=True)
+class Span:
+    """A giant string's content in the file: from just after its opening quote to its
+    closing quote."""
+
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class BigLine:
+    obj: Any  # None when the line is not UTF-8 or not JSON (``error`` says which)
+    crc: int  # crc32 of the line's bytes, as read by the second pass
+    crlf: bool  # the line ended in \r (stripped before parsing)
+    error: str | None = None  # INVALID_UTF8 or MALFORMED
+
+
+INVALID_UTF8 = "utf8"
+MALFORMED = "json"
+
+
+@cache
+def _string_layout() -> tuple[Any, int] | None:
+    """(PyUnicode_New, offset of a compact ASCII string's data from its address), or
+    None when this is not a CPython whose layout checks out."""
+    if sys.implementation.name != "cpython":
+        return None
+    try:
+        new = ctypes.pythonapi.PyUnicode_New
+    except AttributeError:
+        return None
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_ssize_t, ctypes.c_uint32]
+    offset = sys.getsizeof("") - 1  # the header; the data (and its NUL) follow it
+    probe = new(16, 127)
+    ctypes.memmove(id(probe) + offset, b"0123456789abcdef", 16)
+    if probe != "0123456789abcdef" or hash(probe) != hash("0123456789abcdef"):
+        return None
+    return new, offset
+
+
+def available() -> bool:
+    return _string_layout() is not None
+
+
+def find_giant_strings(fd: int, start: int, length: int, *, chunk: int, giant: int) -> list[Span] | None:
+    """The plain ASCII strings of at least ``giant`` bytes in the line at ``start``, in
+    file order; None when the line has more than MAX_STRINGS strings. Reads the line in
+    chunks and keeps none of it."""
+    spans: list[Span] = []
+    strings = 0
+    in_string = False
+    skip = 0  # bytes still to skip at the next chunk's start (an escape cut in two)
+    begin = 0  # file offset of the current string's content
+    plain = False
+    at = start
+    end_of_line = start + length
+    while at < end_of_line:
+        data = os.pread(fd, min(chunk, end_of_line - at), at)
+        if not data:
+            raise OSError("file shrank while reading a line")
+        pos = skip
+        skip = 0
+        while pos < len(data):
+            if not in_string:
+                q = data.find(b'"', pos)
+                if q < 0:
+                    break
+                in_string, plain, begin = True, True, at + q + 1
+                strings += 1
+                if strings > MAX_STRINGS:
+                    return None
+                pos = q + 1
+                continue
+            m = _QUOTE_OR_BACKSLASH.search(data, pos)
+            stop = len(data) if m is None else m.start()
+            if plain and _NOT_PLAIN.search(data, pos, stop) is not None:
+                plain = False
+            if m is None:
+                break
+            if data[stop] == 0x5C:  # a backslash: an escape, the string is not plain
+                plain = False
+                pos = stop + 2
+                if pos > len(data):
+                    skip = pos - len(data)
+                continue
+            in_string = False
+            if plain and at + stop - begin >= giant:
+                spans.append(Span(begin, at + stop))
+            pos = stop + 1
+        at += len(data)
+    return spans
+
+
+def parse(fd: int, start: int, length: int, *, chunk: int, giant: int) -> BigLine | None:
+    """The line of ``length`` bytes at ``start`` (without its newline), parsed holding
+    its giant strings once; None when this path does not apply (the caller parses the
+    line whole). A line that is not UTF-8 or not JSON comes back with its ``error``,
+    found in the order parsing it whole finds them."""
+    layout = _string_layout()
+    if layout is None:
+        return None
+    spans = find_giant_strings(fd, start, length, chunk=chunk, giant=giant)
+    if not spans:
+        return None
+    new, data_offset = layout
+    crc = 0
+    skeleton = bytearray()
+    values: list[str] = []
+    at = start
+    for span in spans:
+        crc = _read_into(fd, at, span.start, skeleton, crc, chunk)
+        skeleton += f"\\u0000{_MARK}{len(values)}".encode()
+        value = new(span.end - span.start, 127)
+        filled = _fill(fd, span.start, span.end, id(value) + data_offset, crc, chunk)
+        if filled is None:
+            return None  # the file changed between the passes: parse it whole
+        crc = filled
+        values.append(value)
+        at = span.end
+    crc = _read_into(fd, at, start + length, skeleton, crc, chunk)
+    if skeleton.count(_MARK.encode()) != len(values):
+        return None  # the line itself holds a placeholder's text: parse it whole
+    crlf = skeleton[-1:] == b"\r"
+    if crlf:
+        del skeleton[-1:]
+    try:
+        text = skeleton.decode("utf-8")
+    except UnicodeDecodeError:
+        return BigLine(None, crc, crlf, INVALID_UTF8)
+    del skeleton
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return BigLine(None, crc, crlf, MALFORMED)
+    placed = _place(obj, values)
+    if placed != len(values):
+        return None  # a giant string was a key, or a duplicate key dropped it
+    return BigLine(obj, crc, crlf)
+
+
+def _read_into(fd: int, at: int, end: int, out: bytearray, crc: int, chunk: int) -> int:
+    while at < end:
+        data = os.pread(fd, min(chunk, end - at), at)
+        if not data:
+            raise OSError("file shrank while reading a line")
+        out += data
+        crc = zlib.crc32(data, crc)
+        at += len(data)
+    return crc
+
+
+def _fill(fd: int, at: int, end: int, address: int, crc: int, chunk: int) -> int | None:
+    """The bytes of ``[at, end)`` written at ``address`` (a new string's data); None if
+    they are not plain ASCII any more."""
+    while at < end:
+        data = os.pread(fd, min(chunk, end - at), at)
+        if not data:
+            raise OSError("file shrank while reading a line")
+        if _NOT_PLAIN.search(data) is not None or b'"' in data or b"\\" in data:
+            return None
+        ctypes.memmove(address, data, len(data))
+        address += len(data)
+        crc = zlib.crc32(data, crc)
+        at += len(data)
+    return crc
+
+
+def _place(node: Any, values: list[str]) -> int:
+    """Replace every placeholder in ``node``'s values by its giant string; how many were
+    replaced."""
+    placed = 0
+    items: Any = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in list(items):
+        if isinstance(v, str):
+            if v.startswith("\x00" + _MARK):
+                index = int(v[len(_MARK) + 1 :])
+                node[k] = values[index]
+                placed += 1
+        elif isinstance(v, (dict, list)):
+            placed += _place(v, values)
+    return placed
