@@ -3,11 +3,12 @@
 Parsing a whole line holds it twice at least: its bytes (or its text) and the parsed
 object's strings (a 50 MB line is 100 MB at the parse). Here the line is read twice from
 the file instead, in chunks: a first pass finds its giant string values (over
-``giant`` bytes, plain ASCII: no escape, no control character, nothing over 0x7f:
-base64 images, long runs of output) without keeping what it reads; a second pass reads
+``giant`` bytes, without escapes) without keeping what it reads; a second pass reads
 the rest of the line into a small skeleton, where each giant string is a placeholder,
 parses it, and fills each giant string's ``str`` straight from the file, chunk by chunk,
-into a string allocated at its final size. At the peak the process holds the giant
+into a string allocated at its final size, as long as they are plain ASCII (no
+control character, nothing over 0x7f: base64 images, long runs of output without
+newlines). At the peak the process holds the giant
 strings once, one chunk and the skeleton.
 
 Python has no way to build a ``str`` piece by piece without holding the pieces and the
@@ -28,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 import sys
 import zlib
 from dataclasses import dataclass
@@ -38,8 +38,7 @@ from typing import Any
 GIANT_STRING_BYTES = 1 << 20
 MAX_STRINGS = 100_000  # more strings than this: a line of many values, parsed whole
 
-_QUOTE_OR_BACKSLASH = re.compile(rb'["\\]')
-_NOT_PLAIN = re.compile(rb"[\x00-\x1f\x80-\xff]")
+_NOT_IN_A_PLAIN_STRING = bytes(range(0x20)) + b'"\\'  # with anything over 0x7f
 _MARK = "agentsrc-giant-string-"  # placeholders: "\u0000agentsrc-giant-string-<n>"
 
 
@@ -89,15 +88,16 @@ def available() -> bool:
 
 
 def find_giant_strings(fd: int, start: int, length: int, *, chunk: int, giant: int) -> list[Span] | None:
-    """The plain ASCII strings of at least ``giant`` bytes in the line at ``start``, in
-    file order; None when the line has more than MAX_STRINGS strings. Reads the line in
-    chunks and keeps none of it."""
+    """The strings without escapes of at least ``giant`` bytes in the line at ``start``,
+    in file order (whether they are plain ASCII is checked as they are filled); None
+    when the line has more than MAX_STRINGS strings. Reads the line in chunks and keeps
+    none of it; only ``bytes.find`` looks at each byte."""
     spans: list[Span] = []
     strings = 0
     in_string = False
+    escaped = False  # the current string has an escape: not a candidate
     skip = 0  # bytes still to skip at the next chunk's start (an escape cut in two)
     begin = 0  # file offset of the current string's content
-    plain = False
     at = start
     end_of_line = start + length
     while at < end_of_line:
@@ -106,33 +106,37 @@ def find_giant_strings(fd: int, start: int, length: int, *, chunk: int, giant: i
             raise OSError("file shrank while reading a line")
         pos = skip
         skip = 0
+        quote = backslash = -1  # the next of each at or after pos (-1: to look up)
         while pos < len(data):
+            if quote < pos:
+                quote = data.find(b'"', pos)
+                if quote < 0:
+                    quote = len(data)
             if not in_string:
-                q = data.find(b'"', pos)
-                if q < 0:
+                if quote == len(data):
                     break
-                in_string, plain, begin = True, True, at + q + 1
+                in_string, escaped, begin = True, False, at + quote + 1
                 strings += 1
                 if strings > MAX_STRINGS:
                     return None
-                pos = q + 1
+                pos = quote + 1
                 continue
-            m = _QUOTE_OR_BACKSLASH.search(data, pos)
-            stop = len(data) if m is None else m.start()
-            if plain and _NOT_PLAIN.search(data, pos, stop) is not None:
-                plain = False
-            if m is None:
-                break
-            if data[stop] == 0x5C:  # a backslash: an escape, the string is not plain
-                plain = False
-                pos = stop + 2
+            if backslash < pos:
+                backslash = data.find(b"\\", pos)
+                if backslash < 0:
+                    backslash = len(data)
+            if backslash < quote:
+                escaped = True
+                pos = backslash + 2
                 if pos > len(data):
                     skip = pos - len(data)
                 continue
+            if quote == len(data):
+                break
             in_string = False
-            if plain and at + stop - begin >= giant:
-                spans.append(Span(begin, at + stop))
-            pos = stop + 1
+            if not escaped and at + quote - begin >= giant:
+                spans.append(Span(begin, at + quote))
+            pos = quote + 1
         at += len(data)
     return spans
 
@@ -202,13 +206,19 @@ def _fill(fd: int, at: int, end: int, address: int, crc: int, chunk: int) -> int
         data = os.pread(fd, min(chunk, end - at), at)
         if not data:
             raise OSError("file shrank while reading a line")
-        if _NOT_PLAIN.search(data) is not None or b'"' in data or b"\\" in data:
+        if not _plain(data):
             return None
         ctypes.memmove(address, data, len(data))
         address += len(data)
         crc = zlib.crc32(data, crc)
         at += len(data)
     return crc
+
+
+def _plain(data: bytes) -> bool:
+    """ASCII, without a control character, a quote or a backslash: the string's bytes
+    are its characters."""
+    return data.isascii() and len(data.translate(None, _NOT_IN_A_PLAIN_STRING)) == len(data)
 
 
 def _place(node: Any, values: list[str]) -> int:
