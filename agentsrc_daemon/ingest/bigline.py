@@ -31,6 +31,7 @@ import json
 import os
 import sys
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -88,57 +89,54 @@ def available() -> bool:
 
 
 def find_giant_strings(fd: int, start: int, length: int, *, chunk: int, giant: int) -> list[Span] | None:
-    """The strings without escapes of at least ``giant`` bytes in the line at ``start``,
-    in file order (whether they are plain ASCII is checked as they are filled); None
-    when the line has more than MAX_STRINGS strings. Reads the line in chunks and keeps
-    none of it; only ``bytes.find`` looks at each byte."""
+    """The strings of at least ``giant`` bytes (raw) in the line at ``start``, in file
+    order (whether they decode to ASCII is checked as they are measured); None when the
+    line has more than MAX_STRINGS strings. Reads the line in chunks and keeps none of
+    it; ``bytes.find`` looks for the quotes, and only the backslashes just before a
+    quote are counted (an odd run escapes it)."""
     spans: list[Span] = []
     strings = 0
     in_string = False
-    escaped = False  # the current string has an escape: not a candidate
-    skip = 0  # bytes still to skip at the next chunk's start (an escape cut in two)
     begin = 0  # file offset of the current string's content
+    skip = 0  # 1 when the last chunk ended inside a string with an odd backslash run
     at = start
     end_of_line = start + length
     while at < end_of_line:
         data = os.pread(fd, min(chunk, end_of_line - at), at)
         if not data:
             raise OSError("file shrank while reading a line")
-        pos = skip
+        pos = floor = skip  # backslash runs are counted back to ``floor`` only
         skip = 0
-        quote = backslash = -1  # the next of each at or after pos (-1: to look up)
-        while pos < len(data):
-            if quote < pos:
-                quote = data.find(b'"', pos)
-                if quote < 0:
-                    quote = len(data)
+        while True:
+            quote = data.find(b'"', pos)
             if not in_string:
-                if quote == len(data):
+                if quote < 0:
                     break
-                in_string, escaped, begin = True, False, at + quote + 1
+                in_string, begin = True, at + quote + 1
                 strings += 1
                 if strings > MAX_STRINGS:
                     return None
-                pos = quote + 1
+                pos = floor = quote + 1
                 continue
-            if backslash < pos:
-                backslash = data.find(b"\\", pos)
-                if backslash < 0:
-                    backslash = len(data)
-            if backslash < quote:
-                escaped = True
-                pos = backslash + 2
-                if pos > len(data):
-                    skip = pos - len(data)
-                continue
-            if quote == len(data):
+            if quote < 0:
+                skip = _backslashes_before(data, len(data), floor) % 2
                 break
+            if _backslashes_before(data, quote, floor) % 2:
+                pos = quote + 1  # an escaped quote
+                continue
             in_string = False
-            if not escaped and at + quote - begin >= giant:
+            if at + quote - begin >= giant:
                 spans.append(Span(begin, at + quote))
             pos = quote + 1
         at += len(data)
     return spans
+
+
+def _backslashes_before(data: bytes, index: int, floor: int) -> int:
+    i = index
+    while i > floor and data[i - 1] == 0x5C:
+        i -= 1
+    return index - i
 
 
 def parse(fd: int, start: int, length: int, *, chunk: int, giant: int) -> BigLine | None:
@@ -160,8 +158,11 @@ def parse(fd: int, start: int, length: int, *, chunk: int, giant: int) -> BigLin
     for span in spans:
         crc = _read_into(fd, at, span.start, skeleton, crc, chunk)
         skeleton += f"\\u0000{_MARK}{len(values)}".encode()
-        value = new(span.end - span.start, 127)
-        filled = _fill(fd, span.start, span.end, id(value) + data_offset, crc, chunk)
+        size = _decoded_size(fd, span, chunk)
+        if size is None:
+            return None  # not ASCII once decoded (or not a JSON string): parse it whole
+        value = new(size, 127)
+        filled = _fill(fd, span, id(value) + data_offset, size, crc, chunk)
         if filled is None:
             return None  # the file changed between the passes: parse it whole
         crc = filled
@@ -199,20 +200,76 @@ def _read_into(fd: int, at: int, end: int, out: bytearray, crc: int, chunk: int)
     return crc
 
 
-def _fill(fd: int, at: int, end: int, address: int, crc: int, chunk: int) -> int | None:
-    """The bytes of ``[at, end)`` written at ``address`` (a new string's data); None if
-    they are not plain ASCII any more."""
-    while at < end:
-        data = os.pread(fd, min(chunk, end - at), at)
+def _pieces(fd: int, span: Span, chunk: int) -> Iterator[bytes]:
+    """The raw bytes of a string's content in pieces of about ``chunk`` bytes, none
+    ending inside an escape (each piece decodes on its own to what it is in the whole)."""
+    at, carry = span.start, b""
+    while at < span.end:
+        data = os.pread(fd, min(chunk, span.end - at), at)
         if not data:
             raise OSError("file shrank while reading a line")
-        if not _plain(data):
-            return None
-        ctypes.memmove(address, data, len(data))
-        address += len(data)
-        crc = zlib.crc32(data, crc)
         at += len(data)
-    return crc
+        if carry:
+            data = carry + data
+        cut = len(data) if at >= span.end else _escape_boundary(data)
+        carry = data[cut:]
+        if cut:
+            yield data[:cut]
+    if carry:
+        yield carry  # only when the string itself ends inside an escape (not JSON)
+
+
+def _escape_boundary(data: bytes) -> int:
+    """The end of ``data``, or the start of the escape it ends inside. An escape is at
+    most 6 bytes (``\\uXXXX``) and holds no backslash after its first byte, so only
+    the last backslash can start one that is cut."""
+    last = data.rfind(b"\\", max(0, len(data) - 6))
+    if last < 0:
+        return len(data)
+    first = last
+    while first > 0 and data[first - 1] == 0x5C:
+        first -= 1
+    if (last - first) % 2 == 1:
+        return len(data)  # the last backslash is the second of an escaped backslash
+    size = 6 if data[last + 1 : last + 2] == b"u" else 2
+    return last if last + size > len(data) else len(data)
+
+
+def _decode(piece: bytes) -> bytes | None:
+    """A piece of a string's content decoded, as ASCII bytes; None when it is not ASCII
+    once decoded or not valid in a JSON string (a control character, a bad escape)."""
+    if b"\\" not in piece:
+        return piece if _plain(piece) else None
+    try:
+        text = json.loads(b'"' + piece + b'"')
+    except ValueError:
+        return None
+    return text.encode("ascii") if isinstance(text, str) and text.isascii() else None
+
+
+def _decoded_size(fd: int, span: Span, chunk: int) -> int | None:
+    size = 0
+    for piece in _pieces(fd, span, chunk):
+        decoded = _decode(piece)
+        if decoded is None:
+            return None
+        size += len(decoded)
+    return size
+
+
+def _fill(fd: int, span: Span, address: int, size: int, crc: int, chunk: int) -> int | None:
+    """The string's content decoded and written at ``address`` (a new string's data of
+    ``size`` characters); the crc carried over its raw bytes. None if it does not decode
+    to ``size`` ASCII characters any more."""
+    written = 0
+    for piece in _pieces(fd, span, chunk):
+        decoded = _decode(piece)
+        if decoded is None or written + len(decoded) > size:
+            return None
+        ctypes.memmove(address + written, decoded, len(decoded))
+        written += len(decoded)
+        crc = zlib.crc32(piece, crc)
+    return crc if written == size else None
 
 
 def _plain(data: bytes) -> bool:
