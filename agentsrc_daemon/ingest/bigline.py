@@ -1,27 +1,27 @@
 """A line over BIG_LINE_BYTES parsed while holding its giant strings once.
 
 Parsing a whole line holds it twice at least: its bytes (or its text) and the parsed
-object's strings (a 50 MB line is 100 MB at the parse). Here the line is read twice from
-the file instead, in chunks: a first pass finds its giant string values (over
-``giant`` bytes, without escapes) without keeping what it reads; a second pass reads
-the rest of the line into a small skeleton, where each giant string is a placeholder,
-parses it, and fills each giant string's ``str`` straight from the file, chunk by chunk,
-into a string allocated at its final size, as long as they are plain ASCII (no
-control character, nothing over 0x7f: base64 images, long runs of output without
-newlines). At the peak the process holds the giant
-strings once, one chunk and the skeleton.
+object's strings (a 50 MB line is 100 MB at the parse). Here the line is read from the
+file several times instead, in chunks, keeping none of them: a first pass finds its
+giant string values (over ``giant`` bytes raw); for each, a measuring pass decodes it in
+pieces cut between escapes and counts its characters, and the fill writes them into a
+string allocated at its final size; the rest of the line is read into a small skeleton,
+each giant string a placeholder, and parsed. That holds as long as a giant string is
+ASCII once decoded (base64 images, output with its newlines and quotes escaped). At the
+peak the process holds the giant strings once, a piece and the skeleton.
 
 Python has no way to build a ``str`` piece by piece without holding the pieces and the
 result at once (a join, or ``+=`` that is not resized in place), so the string is
 allocated with CPython's ``PyUnicode_New`` (through ctypes) and its bytes written before
 anything else can see it: that is what C code creating a string does. A self-check at
 first use makes sure the layout is the expected one; elsewhere (another Python, an
-unexpected layout) and for any line this does not cover (a giant string with escapes or
-beyond ASCII, a line of many strings, a placeholder-like text in the line), ``parse``
-returns None and the caller parses the line whole as before.
+unexpected layout) and for any line this does not cover (a giant string beyond ASCII, a
+line of many strings, a placeholder's text in the line, a giant string as a key),
+``parse`` returns None and the caller parses the line whole as before.
 
-The result is the object ``json.loads`` makes of the whole line (the same parser reads
-the skeleton; the giant strings are what it would decode, since they hold no escape).
+The result is the object ``json.loads`` makes of the whole line: the same parser reads
+the skeleton and each piece (a piece ends at an escape's end, and an escape decoding to
+ASCII is never half of a surrogate pair).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
   to 0. Re-reading does not duplicate: event keys are deterministic.
 * Memory is bounded: the file is read in chunks; a line longer than ``max_line_bytes``
   is skipped (and counted) without ever being held whole, even across restarts.
-  A line over BIG_LINE_BYTES is parsed with its giant plain strings held once
+  A line over BIG_LINE_BYTES is parsed with its giant ASCII strings held once
   (bigline.py), else read once into a buffer of its size and parsed whole.
 * Bad lines are counted per reason and skipped: empty, malformed JSON, invalid UTF-8,
   non-object JSON. CRLF endings are accepted and counted.
