@@ -183,7 +183,7 @@ def parse(fd: int, start: int, length: int, *, chunk: int, giant: int) -> BigLin
         obj = json.loads(text)
     except ValueError:
         return BigLine(None, crc, crlf, MALFORMED)
-    placed = _place(obj, values)
+    placed = _place(obj, values) if isinstance(obj, (dict, list)) else 0
     if placed != len(values):
         return None  # a giant string was a key, or a duplicate key dropped it
     return BigLine(obj, crc, crlf)
@@ -278,17 +278,20 @@ def _plain(data: bytes) -> bool:
     return data.isascii() and len(data.translate(None, _NOT_IN_A_PLAIN_STRING)) == len(data)
 
 
-def _place(node: Any, values: list[str]) -> int:
-    """Replace every placeholder in ``node``'s values by its giant string; how many were
-    replaced."""
+def _place(root: Any, values: list[str]) -> int:
+    """Replace every placeholder among the values in ``root`` by its giant string; how
+    many were replaced. Iterative: a deep line json.loads accepted must not hit the
+    recursion limit here."""
     placed = 0
-    items: Any = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for k, v in list(items):
-        if isinstance(v, str):
-            if v.startswith("\x00" + _MARK):
-                index = int(v[len(_MARK) + 1 :])
-                node[k] = values[index]
-                placed += 1
-        elif isinstance(v, (dict, list)):
-            placed += _place(v, values)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        items: Any = node.items() if isinstance(node, dict) else enumerate(node)
+        for k, v in list(items):
+            if isinstance(v, str):
+                if v.startswith("\x00" + _MARK):
+                    node[k] = values[int(v[len(_MARK) + 1 :])]
+                    placed += 1
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
     return placed
