@@ -1,5 +1,6 @@
-"""The tail-reader with tiny chunks and a tiny big-line threshold, so every path of its
-read loop (lines split across chunks, big lines read exactly, over-cap lines skipped
+"""The tail-reader with tiny chunks and tiny big-line and giant-string thresholds, so
+every path of its read loop (lines split across chunks, big lines read exactly or with
+their giant strings held once (bigline.py), over-cap lines skipped
 across reads and restarts, deferred big lines) meets arbitrary boundaries."""
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ chunk_test_lines = st.one_of(
     trailing=chunk_test_lines,
     chunk=st.integers(1, 40),
     big=st.integers(1, 60),
+    giant=st.integers(1, 60),
     max_line=st.integers(1, 120),
     budget=st.integers(1, 200),
     defer_first=st.booleans(),
@@ -44,6 +46,7 @@ def test_lines_come_out_whatever_the_boundaries(
     trailing: bytes,
     chunk: int,
     big: int,
+    giant: int,
     max_line: int,
     budget: int,
     defer_first: bool,
@@ -61,8 +64,8 @@ def test_lines_come_out_whatever_the_boundaries(
     fd, path = tempfile.mkstemp(suffix=".jsonl")
     os.write(fd, content)
     os.close(fd)
-    saved_sizes = tail.CHUNK_BYTES, tail.BIG_LINE_BYTES
-    tail.CHUNK_BYTES, tail.BIG_LINE_BYTES = chunk, big
+    saved_sizes = tail.CHUNK_BYTES, tail.BIG_LINE_BYTES, tail.GIANT_STRING_BYTES
+    tail.CHUNK_BYTES, tail.BIG_LINE_BYTES, tail.GIANT_STRING_BYTES = chunk, big, giant
     try:
         cursor = Cursor(path, "codex", "jsonl")
         got: list[tail.Line] = []
@@ -83,7 +86,7 @@ def test_lines_come_out_whatever_the_boundaries(
                 break
             cursor = restarted(cursor)
     finally:
-        tail.CHUNK_BYTES, tail.BIG_LINE_BYTES = saved_sizes
+        tail.CHUNK_BYTES, tail.BIG_LINE_BYTES, tail.GIANT_STRING_BYTES = saved_sizes
         os.unlink(path)
     assert [(ln.offset, ln.obj) for ln in got] == expected
     assert cursor.skipped.get("oversize", 0) == oversize

@@ -8,6 +8,8 @@
   to 0. Re-reading does not duplicate: event keys are deterministic.
 * Memory is bounded: the file is read in chunks; a line longer than ``max_line_bytes``
   is skipped (and counted) without ever being held whole, even across restarts.
+  A line over BIG_LINE_BYTES is parsed with its giant ASCII strings held once
+  (bigline.py), else read once into a buffer of its size and parsed whole.
 * Bad lines are counted per reason and skipped: empty, malformed JSON, invalid UTF-8,
   non-object JSON. CRLF endings are accepted and counted.
 
@@ -27,11 +29,13 @@ from dataclasses import dataclass, field
 import orjson
 
 from .. import framing
+from . import bigline
 from .cursor import Cursor
 from .fingerprint import identity_change, refresh_head, reset_cursor
 
 CHUNK_BYTES = 1 << 20
 BIG_LINE_BYTES = 4 << 20  # lines over this are released from the buffer before parsing
+GIANT_STRING_BYTES = bigline.GIANT_STRING_BYTES  # a big line's strings held once (bigline.py)
 
 # Skip reasons (keys of Cursor.skipped)
 EMPTY = "empty"
@@ -343,17 +347,34 @@ class _LineReader:
             # big working sets would add up): stop before it, offset untouched.
             self.result.deferred = True
             return False
-        line = _read_exact(self.fd, line_offset, line_len, self.window.data)
         self.read_total += line_len
         self.cursor.lines += 1
         self.line_consumed = True
         self._consume_to(line_offset + line_len + 1)  # releases the window's copy
-        crc = zlib.crc32(line)
-        obj = decode_big_line(line, self.cursor)
-        del line  # released before the adapter sees the decoded object
+        obj, crc = self._parse_big_line(line_offset, line_len)
         if obj is not None:
             self.on_line(Line(line_offset, obj, crc))
         return True
+
+    def _parse_big_line(self, line_offset: int, line_len: int) -> tuple[dict | None, int]:  # type: ignore[type-arg]
+        """The big line's object (None when counted as bad) and crc: its giant strings
+        held once when bigline.py can (see there), else the line read whole."""
+        parsed = bigline.parse(self.fd, line_offset, line_len, chunk=CHUNK_BYTES, giant=GIANT_STRING_BYTES)
+        if parsed is None:
+            line = _read_exact(self.fd, line_offset, line_len, bytearray())
+            crc = zlib.crc32(line)
+            obj = decode_big_line(line, self.cursor)
+            del line  # released before the adapter sees the decoded object
+            return obj, crc
+        if parsed.crlf:
+            _count(self.cursor, CRLF)
+        if parsed.error is not None:
+            _count(self.cursor, INVALID_UTF8 if parsed.error == bigline.INVALID_UTF8 else MALFORMED)
+            return None, parsed.crc
+        if not isinstance(parsed.obj, dict):
+            _count(self.cursor, NON_OBJECT)
+            return None, parsed.crc
+        return parsed.obj, parsed.crc
 
 
 def _find_line_end(fd: int, start: int, known: int, max_line: int) -> int | None:
