@@ -195,6 +195,24 @@ class SessionFacts:
     EARLIEST_WINS = ("started_at",)
 
 
+def merged_fact(name: str, current: Any, value: Any, weak: bool) -> Any:
+    """A session fact's value once ``value`` (not None) arrives where ``current`` is
+    (None: unknown), by SessionFacts' rules: the earliest start, the latest event, the
+    first of FIRST_WINS, the latest of the others. A weak fact (learnt from a copy in
+    another session's file) fills what is unknown, never replaces what the session's
+    own file said, except where the rule is the earliest or the latest anyway. Used on
+    a batch's facts (store/batch.py) and on a stored row (store/writer.py)."""
+    if current is None:
+        return value
+    if name in SessionFacts.EARLIEST_WINS:
+        return min(current, value)
+    if name == "last_event_at":
+        return max(current, value)
+    if name in SessionFacts.FIRST_WINS or weak:
+        return current
+    return value
+
+
 @dataclass(slots=True)
 class TurnFacts:
     session_id: str

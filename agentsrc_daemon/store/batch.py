@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..events import Drift, Event, SessionFacts, SpawnPoint, TurnFacts, key_digest
+from ..events import Drift, Event, SessionFacts, SpawnPoint, TurnFacts, key_digest, merged_fact
 from ..ingest.cursor import Cursor
 from .packing import pack
 from .schema import SESSION_FACT_FIELDS
@@ -164,18 +164,7 @@ def coalesce_facts(facts: list[SessionFacts]) -> list[SessionFacts]:
             value = getattr(f, name)
             if value is None:
                 continue
-            current = getattr(m, name)
-            if current is None:
-                setattr(m, name, value)
-            elif name in SessionFacts.FIRST_WINS or (f.weak and name != "last_event_at"
-                                                    and name not in SessionFacts.EARLIEST_WINS):
-                continue
-            elif name in SessionFacts.EARLIEST_WINS:
-                setattr(m, name, min(current, value))
-            elif name == "last_event_at":
-                setattr(m, name, max(current, value))
-            else:
-                setattr(m, name, value)
+            setattr(m, name, merged_fact(name, getattr(m, name), value, f.weak))
     return [m for (weak, _), m in sorted(merged.items(), key=lambda kv: kv[0][0])]
 
 

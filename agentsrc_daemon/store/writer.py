@@ -36,6 +36,7 @@ from ..events import (
     USAGE,
     SessionFacts,
     TurnFacts,
+    merged_fact,
 )
 from ..ingest.cursor import SIDECAR_KEY, Cursor
 from . import aggregates
@@ -562,16 +563,7 @@ class Store:
                 sets.append(sql)
                 args.extend(values)
                 continue
-            if name in SessionFacts.EARLIEST_WINS:
-                merged = value if current is None else min(current, value)
-            elif name == "last_event_at":
-                merged = max(current or "", value)
-            elif name in SessionFacts.FIRST_WINS or f.weak:
-                # weak: learnt from a copy in another session's file; fills what is
-                # unknown, never replaces what the session's own file said.
-                merged = value if current is None else current
-            else:
-                merged = value
+            merged = merged_fact(name, current, value, f.weak)
             if merged != current:
                 sets.append(f"{name}=?")
                 args.append(merged)
