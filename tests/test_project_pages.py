@@ -9,6 +9,7 @@ project of their own or none."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -210,16 +211,14 @@ def test_the_project_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> N
     names = [sql.split()[5] for sql in schema.PROJECT_INDEXES]  # CREATE INDEX IF NOT EXISTS <name>
     assert names == ["events_reads_by_session", "events_edits_by_session", "events_commands_by_session",
                      "events_project_roots"]
-    real_step = schema._project_indexes_step
+    real_step = schema.ADD_PROJECT_INDEXES.step
 
     def dies_at_the_third(c: apsw.Connection, after: int, upto: int) -> None:
         if after == 2:
             raise KeyboardInterrupt  # what a kill leaves: this step's transaction undone
         real_step(c, after, upto)
 
-    schema.MIGRATIONS[at] = schema.ChunkedMigration(
-        "project_indexes", schema._begin_project_indexes, dies_at_the_third,
-        schema._finish_project_indexes, chunk=1)
+    schema.MIGRATIONS[at] = dataclasses.replace(schema.ADD_PROJECT_INDEXES, step=dies_at_the_third)
     try:
         with pytest.raises(KeyboardInterrupt):
             schema.run_migration(conn, at)

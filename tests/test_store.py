@@ -3,6 +3,7 @@ turn merging, token accounting, migrations, permissions."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import stat
 from pathlib import Path
@@ -433,7 +434,7 @@ def test_the_page_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None
         run_migration(conn, v)
     names = [sql.split()[5] for sql in schema.PAGE_INDEXES]  # CREATE INDEX IF NOT EXISTS <name>
     built: list[int] = []
-    real_step = schema._page_indexes_step
+    real_step = schema.ADD_PAGE_INDEXES.step
 
     def dies_at_the_fourth(c: apsw.Connection, after: int, upto: int) -> None:
         if after == 3:
@@ -441,8 +442,7 @@ def test_the_page_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None
         built.append(after)
         real_step(c, after, upto)
 
-    broken = schema.ChunkedMigration("page_indexes", schema._begin_page_indexes,
-                                     dies_at_the_fourth, schema._finish_page_indexes, chunk=1)
+    broken = dataclasses.replace(schema.ADD_PAGE_INDEXES, step=dies_at_the_fourth)
     MIGRATIONS[at] = broken
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -196,27 +196,29 @@ PAGE_INDEXES = (
 )
 
 
-def _begin_page_indexes(conn: apsw.Connection) -> None:
-    conn.execute(
-        "INSERT OR IGNORE INTO counters(name, value) VALUES ('page_indexes_target', ?),"
-        " ('page_indexes_done', 0)",
-        (len(PAGE_INDEXES),),
-    )
+def index_migration(name: str, statements: tuple[str, ...]) -> ChunkedMigration:
+    """A migration building ``statements`` (CREATE INDEX) one per transaction: an index
+    over 10 million events is seconds to a minute, and a kill -9 keeps those built.
+    Its progress is the number built, of ``len(statements)``."""
+
+    def begin(conn: apsw.Connection) -> None:
+        conn.execute(
+            f"INSERT OR IGNORE INTO counters(name, value) VALUES ('{name}_target', ?),"
+            f" ('{name}_done', 0)",
+            (len(statements),),
+        )
+
+    def step(conn: apsw.Connection, after: int, upto: int) -> None:
+        for sql in statements[after:upto]:
+            conn.execute(sql)
+
+    def finish(conn: apsw.Connection) -> None:
+        conn.execute(f"DELETE FROM counters WHERE name IN ('{name}_done', '{name}_target')")
+
+    return ChunkedMigration(name=name, begin=begin, step=step, finish=finish, chunk=1)
 
 
-def _page_indexes_step(conn: apsw.Connection, after: int, upto: int) -> None:
-    for sql in PAGE_INDEXES[after:upto]:
-        conn.execute(sql)
-
-
-def _finish_page_indexes(conn: apsw.Connection) -> None:
-    conn.execute("DELETE FROM counters WHERE name IN ('page_indexes_done', 'page_indexes_target')")
-
-
-ADD_PAGE_INDEXES = ChunkedMigration(
-    name="page_indexes", begin=_begin_page_indexes, step=_page_indexes_step,
-    finish=_finish_page_indexes, chunk=1,
-)
+ADD_PAGE_INDEXES = index_migration("page_indexes", PAGE_INDEXES)
 
 # 10 -> 11: the reports' maintained aggregates (store/aggregates.py), filled from the
 # events already stored in id chunks (about a minute at 10 million events: see
@@ -296,29 +298,7 @@ PROJECT_INDEXES = (
 )
 
 
-def _begin_project_indexes(conn: apsw.Connection) -> None:
-    conn.execute(
-        "INSERT OR IGNORE INTO counters(name, value) VALUES ('project_indexes_target', ?),"
-        " ('project_indexes_done', 0)",
-        (len(PROJECT_INDEXES),),
-    )
-
-
-def _project_indexes_step(conn: apsw.Connection, after: int, upto: int) -> None:
-    for sql in PROJECT_INDEXES[after:upto]:
-        conn.execute(sql)
-
-
-def _finish_project_indexes(conn: apsw.Connection) -> None:
-    conn.execute(
-        "DELETE FROM counters WHERE name IN ('project_indexes_done', 'project_indexes_target')"
-    )
-
-
-ADD_PROJECT_INDEXES = ChunkedMigration(
-    name="project_indexes", begin=_begin_project_indexes, step=_project_indexes_step,
-    finish=_finish_project_indexes, chunk=1,
-)
+ADD_PROJECT_INDEXES = index_migration("project_indexes", PROJECT_INDEXES)
 
 # Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
 # a chunk rewrites about 5 MiB of table pages, well within the WAL's bound.
