@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 from agentsrc_daemon.rpc.methods import build_methods
-from agentsrc_daemon.store import Reader, packing
+from agentsrc_daemon.store import Reader, packing, ranked
 
 from bigstore import DB_NAME, BigStore, build
 from corpus import corpus_home
@@ -140,9 +140,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> BigStore:
 
 
 def _connect(db: Path, flags: int = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE) -> apsw.Connection:
-    """A plain connection with the store's SQL functions (``events.data`` unpacks)."""
+    """A plain connection with the store's SQL functions (``events.data`` unpacks) and
+    the readers' FTS5 functions (store/ranked.py)."""
     conn = apsw.Connection(str(db), flags=flags)
     packing.register(conn)
+    ranked.register(conn)
     return conn
 
 
@@ -165,14 +167,31 @@ def _calls(db: Path) -> list[tuple[str, str, dict[str, Any]]]:
          {"agent": "codex", "project": "/p", "since": "2025-01-01T00:00:00Z", "until": "2027-01-01T00:00:00Z"}),
         ("search.query filters", "search.query",
          {"q": "error", "agent": "codex", "kinds": ["prompt"], "since": "2025-01-01T00:00:00Z"}),
+        # A capped listing's statements (store/ranked.py): the caps made small, so the
+        # corpus's hits exceed them.
+        ("search.query (capped)", "search.query", {"q": "error"}),
+        ("search.query two words (capped)", "search.query", {"q": "test file"}),
+        ("search.query filters (capped)", "search.query",
+         {"q": "error", "agent": "codex", "project": "/p", "session_id": None,
+          "kinds": ["prompt", "title"], "since": "2025-01-01T00:00:00Z",
+          "until": "2027-01-01T00:00:00Z"}),
+        ("sessions.list search (capped)", "sessions.list", {"search": "error"}),
+        ("sessions.list search filters (capped)", "sessions.list",
+         {"search": "error", "agent": "codex", "since": "2025-01-01T00:00:00Z"}),
         ("sources.list", "sources.list", {}),
         ("documents.list", "documents.list", {}),
     ]
     return out
 
 
-def _statements(db: Path, method: str, params: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def _statements(db: Path, method: str, params: dict[str, Any], capped: bool = False
+                ) -> Iterator[tuple[str, Any]]:
     reader = Reader(db)
+    if capped:
+        reader.search_candidates = reader.search_title_candidates = 3
+    if "session_id" in params and params["session_id"] is None:
+        (params["session_id"],) = next(iter(reader.conn.execute(
+            "SELECT id FROM sessions ORDER BY tool_calls DESC LIMIT 1")))
     seen: list[tuple[str, Any]] = []
 
     def tracer(cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
@@ -230,7 +249,7 @@ def test_no_method_scans_a_big_table(store: BigStore) -> None:
     methods = set()
     for case, method, params in _calls(db):
         methods.add(method)
-        for sql, bindings in _statements(db, method, params):
+        for sql, bindings in _statements(db, method, params, "(capped)" in case):
             for table in full_scans(db, sql, bindings):
                 found.setdefault((case, table), sql)
     # Every paging method and report is covered.
@@ -251,7 +270,7 @@ def test_no_page_walks_a_whole_kind(store: BigStore) -> None:
     for case, method, params in _calls(db):
         if method in _REPORTS:
             continue
-        for sql, bindings in _statements(db, method, params):
+        for sql, bindings in _statements(db, method, params, "(capped)" in case):
             if kind_walks(sql, _plan(db, sql, bindings)):
                 found.setdefault(case, sql)
     unexpected = {k: v for k, v in found.items() if k not in KNOWN_WALKS}
@@ -298,3 +317,25 @@ def test_a_dropped_index_is_caught(
         dst.execute(f"DROP INDEX {name}")
     dst.close()
     assert scans()
+
+
+def test_a_capped_search_ranks_its_candidates_in_the_index_order(store: BigStore) -> None:
+    """The capped cases run the capped statements (agentsrc_rank over a rowid range),
+    and a candidate scan is read in FTS5's rowid order: no sort of the hits before the
+    cap (a sort would read every hit), except of one session's (a session filter: its
+    events by events_session, each looked up in the index)."""
+    db = store.db_path
+    capped = [(c, m, p) for c, m, p in _calls(db) if "(capped)" in c]
+    assert len(capped) == 5
+    for case, method, params in capped:
+        statements = list(_statements(db, method, params, capped=True))
+        hits = [(s, b) for s, b in statements if "search_index f" in s]
+        assert hits, case
+        if method == "search.query":
+            assert any("agentsrc_rank(search_index" in s for s, _ in hits), case
+        else:
+            assert any("f.rowid BETWEEN ? AND ?" in s for s, _ in hits), case
+        for sql, bindings in hits:
+            plan = _plan(db, sql, bindings)
+            if "ORDER BY f.rowid" in sql and not any("(session_id=?" in d for d in plan):
+                assert not [d for d in plan if d.startswith("USE TEMP B-TREE")], (case, sql, plan)

@@ -177,13 +177,16 @@ def test_query_plan_does_not_scan_events(store: Store, tmp_path: Path) -> None:
     real = r.conn.execute
 
     def spy(sql: str, *args: Any) -> Any:
-        if sql.lstrip().startswith("SELECT * FROM ("):
+        if "search_index f" in sql:
             plans.extend(str(row[3]) for row in real("EXPLAIN QUERY PLAN " + sql, *args))
         return real(sql, *args)
 
     r.conn = type("C", (), {"execute": staticmethod(spy),
                             "__enter__": lambda s: s, "__exit__": lambda s, *a: None})()
-    r.search("plan", agent="codex", session_id="codex:s1", kinds=["prompt"], since_ts="2020")
+    for order in ("rank", "recent"):
+        r.search("plan", agent="codex", session_id="codex:s1", kinds=["prompt"], since_ts="2020",
+                 order=order)
+        r.search("plan", order=order)
     assert plans
     assert not [p for p in plans if p.startswith("SCAN e") or p.startswith("SCAN s ")], plans
 

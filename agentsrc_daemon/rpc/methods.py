@@ -16,6 +16,7 @@ import orjson
 from ..errors import RpcError
 from ..events import AGENTS, EVENT_KINDS
 from ..store import Reader
+from ..store.ranked import Cut
 from ..store.search import TITLE_KIND, QuerySyntaxError
 from .transport import INVALID_PARAMS, Handler, Subscription
 
@@ -116,14 +117,24 @@ def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     if sort not in Reader.SESSION_SORTS:
         raise RpcError(INVALID_PARAMS, f"sort must be one of {', '.join(Reader.SESSION_SORTS)}")
     after: tuple[Any, str] | None = None
+    search = _str_param(params, "search")
+    search_cut: list[int] | None = None
+    searched_over: int | None = None
     cursor = _str_param(params, "cursor")
     if cursor:
         c = _decode_cursor(cursor)
         if c.get("sort") != sort or "k" not in c or not isinstance(c.get("i"), str):
             raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned for this sort")
         after = (c["k"], c["i"])
+        # A search's candidates, as the first page had them (store/ranked.py).
+        search_cut, searched_over = c.get("q"), c.get("h")
+        if not isinstance(searched_over, int | None) or search_cut is not None and not (
+            isinstance(search_cut, list) and len(search_cut) == 4
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in search_cut)
+        ):
+            raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned for this sort")
     try:
-        rows = reader.sessions(
+        listing = reader.sessions_listing(
             agent=agent,
             limit=limit,
             cwd=_str_param(params, "cwd"),
@@ -131,19 +142,29 @@ def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
             since_ts=_since(params),
             until_ts=_until(params),
             model=_str_param(params, "model"),
-            search=_str_param(params, "search"),
+            search=search,
             sort=sort,
             after=after,
+            search_cut=search_cut,
         )
     except QuerySyntaxError as exc:
         raise RpcError(INVALID_PARAMS, f"bad search query: {exc}") from None
+    rows = listing["sessions"]
+    if listing["searched_over"] is not None:
+        searched_over = listing["searched_over"]
     next_cursor = None
     if len(rows) == limit:
         k, i = rows[-1]["_key"]
-        next_cursor = _encode_cursor({"sort": sort, "k": k, "i": i})
+        token: dict[str, Any] = {"sort": sort, "k": k, "i": i}
+        if search:
+            token.update(q=listing["search_cut"], h=searched_over)
+        next_cursor = _encode_cursor(token)
     for r in rows:
         del r["_key"]
-    return {"sessions": rows, "next_cursor": next_cursor}
+    out: dict[str, Any] = {"sessions": rows, "next_cursor": next_cursor}
+    if search:
+        out.update(searched_over=searched_over, capped=listing["capped"])
+    return out
 
 
 def sessions_get(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -357,11 +378,13 @@ def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     upto: int | None = None
     now: str | None = None
     after: tuple[float, int] | None = None
+    cut: Cut | None = None
     cursor = _str_param(params, "cursor")
     if cursor:
         c = _decode_cursor(cursor)
         try:
             upto, now, after = int(c["u"]), str(c["n"]), (float(c["s"]), int(c["i"]))
+            cut = None if c.get("k") is None else Cut.from_json(c["k"])
         except (KeyError, TypeError, ValueError):
             raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned") from None
         if c.get("o", "rank") != order:
@@ -380,6 +403,7 @@ def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
             upto=upto,
             now=now,
             after=after,
+            cut=cut,
         )
     except QuerySyntaxError as exc:
         raise RpcError(INVALID_PARAMS, f"bad search query: {exc}", {"q": q}) from None
@@ -387,12 +411,18 @@ def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     next_cursor = None
     if len(hits) == limit:
         score, rid = hits[-1]["_key"]
-        next_cursor = _encode_cursor(
-            {"u": result["upto"], "n": result["now"], "o": order, "s": score, "i": rid}
-        )
+        token = {"u": result["upto"], "n": result["now"], "o": order, "s": score, "i": rid}
+        if result["cut"] is not None:  # a capped listing's candidates, for every page
+            token["k"] = result["cut"].to_json()
+        next_cursor = _encode_cursor(token)
     for h in hits:
         del h["_key"]
-    return {"hits": hits, "next_cursor": next_cursor}
+    return {
+        "hits": hits,
+        "next_cursor": next_cursor,
+        "ranked_over": result["ranked_over"],
+        "capped": result["capped"],
+    }
 
 
 def sessions_turns(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:

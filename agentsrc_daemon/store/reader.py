@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import orjson
 
 from . import reports
 from .batch import event_row_to_json
+from .ranked import SEARCH_CANDIDATES, SEARCH_TITLE_CANDIDATES, Cut, estimate_weights
+from .ranked import register as register_ranking
 from .schema import PROJECT_KINDS, USAGE_FIELDS, connect
 from .search import TITLE_KIND, QuerySyntaxError, compile_query, snippet
 from .where import E_COMMAND_FAILED, Where
@@ -49,12 +52,92 @@ SESSION_COLUMNS = (
 _SESSION_NAMES = [c.strip() for c in SESSION_COLUMNS.split(",")]
 
 
+_MIN_ROWID = -(2**63)  # below every index rowid (a title's is minus its search_titles id)
+
+
+@dataclass(frozen=True, slots=True)
+class _SearchFilters:
+    """search.query's filters, as conditions on the joins each statement has."""
+
+    agent: str | None
+    project: str | None
+    session_id: str | None
+    kinds: Sequence[str] | None
+    since_ts: str | None
+    until_ts: str | None
+
+    def events_on(self) -> bool:
+        return not self.kinds or any(k != TITLE_KIND for k in self.kinds)
+
+    def titles_on(self) -> bool:
+        return not self.kinds or TITLE_KIND in self.kinds
+
+    def recent_where(self, where: Where) -> None:
+        """Over a hit's event ``e`` (NULL for a title) and session ``s``."""
+        if self.session_id:
+            where.add("s.id = ?", self.session_id)
+        if self.agent:
+            where.add("s.agent = ?", self.agent)
+        if self.project:
+            where.add(
+                "(s.project_root = ? OR s.cwd = ? OR json_extract(e.data, '$.project_root') = ?)",
+                self.project, self.project, self.project,
+            )
+        if self.kinds:
+            where.add(f"COALESCE(e.kind, '{TITLE_KIND}') IN ({','.join('?' * len(self.kinds))})",
+                      *self.kinds)
+        if self.since_ts:
+            where.add("COALESCE(e.ts, s.last_event_at) >= ?", self.since_ts)
+        if self.until_ts:
+            where.add("COALESCE(e.ts, s.last_event_at) < ?", self.until_ts)
+
+    def event_where(self, where: Where) -> bool:
+        """Over an event hit ``e``; True when the conditions need its session ``s``."""
+        joined = False
+        if self.session_id:
+            where.add("e.session_id = ?", self.session_id)
+        if self.agent:
+            where.add("s.agent = ?", self.agent)
+            joined = True
+        if self.project:
+            where.add(
+                "(s.project_root = ? OR s.cwd = ? OR json_extract(e.data, '$.project_root') = ?)",
+                self.project, self.project, self.project,
+            )
+            joined = True
+        kinds = [k for k in self.kinds or () if k != TITLE_KIND]
+        if kinds:
+            where.add(f"e.kind IN ({','.join('?' * len(kinds))})", *kinds)
+        if self.since_ts:
+            where.add("COALESCE(e.ts, s.last_event_at) >= ?", self.since_ts)
+            joined = True
+        if self.until_ts:
+            where.add("COALESCE(e.ts, s.last_event_at) < ?", self.until_ts)
+            joined = True
+        return joined
+
+    def title_where(self, where: Where) -> None:
+        """Over a title hit's session ``s`` (a title has no event: no event's project,
+        its session's last event for its time)."""
+        if self.session_id:
+            where.add("s.id = ?", self.session_id)
+        if self.agent:
+            where.add("s.agent = ?", self.agent)
+        if self.project:
+            where.add("(s.project_root = ? OR s.cwd = ?)", self.project, self.project)
+        if self.since_ts:
+            where.add("s.last_event_at >= ?", self.since_ts)
+        if self.until_ts:
+            where.add("s.last_event_at < ?", self.until_ts)
+
+
 class Reader:
     """Read-only queries, one per socket handler thread. Every method is one short
     read transaction (a long-lived reader would stop WAL checkpoints)."""
 
     def __init__(self, db_path: Path) -> None:
         self.conn = connect(db_path, readonly=True)
+        register_ranking(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -184,9 +267,37 @@ class Reader:
         sort: str = "last",
         after: tuple[Any, str] | None = None,
     ) -> list[dict[str, Any]]:
+        """``sessions_listing``'s sessions (a first page's)."""
+        return list(self.sessions_listing(
+            agent=agent, limit=limit, cwd=cwd, project=project, since_ts=since_ts,
+            until_ts=until_ts, model=model, search=search, sort=sort, after=after,
+        )["sessions"])
+
+    def sessions_listing(
+        self,
+        *,
+        agent: str | None = None,
+        limit: int = 50,
+        cwd: str | None = None,
+        project: str | None = None,
+        since_ts: str | None = None,
+        until_ts: str | None = None,
+        model: str | None = None,
+        search: str | None = None,
+        sort: str = "last",
+        after: tuple[Any, str] | None = None,
+        search_cut: list[int] | None = None,
+    ) -> dict[str, Any]:
         """Sessions, by ``sort`` descending (then id), after the keyset ``after`` (the
         last row's sort value and id). ``since``/``until``: active at or after / started
-        before. ``search``: sessions with a hit of that query (store/search.py)."""
+        before. ``search``: sessions with a hit of that query (store/search.py), among
+        the newest ``search_candidates`` event hits and ``search_title_candidates``
+        title hits when the index has more (store/ranked.py): ``search_cut`` (upto,
+        event floor, title range) fixes those of a capped listing's first page for its
+        later pages (``after`` given and no cut: every hit, as that first page had).
+
+        -> {"sessions", "search_cut" (None unless capped), "searched_over" (the hits
+        whose sessions were listed, on a first page), "capped"}."""
         where = Where()
         if agent:
             where.add("agent=?", agent)
@@ -202,14 +313,7 @@ class Reader:
             where.add("COALESCE(started_at, last_event_at) < ?", until_ts)
         if model:
             where.add("model=?", model)
-        if search:
-            where.add(
-                "id IN (SELECT COALESCE(e.session_id, t.session_id) FROM search_index f"
-                " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
-                " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
-                " WHERE search_index MATCH ?)",
-                compile_query(search),
-            )
+        match = compile_query(search) if search else None
         key = self.SESSION_SORTS[sort]
         if after is not None:
             where.add(f"({key} < ? OR ({key} = ? AND id > ?))", after[0], after[0], after[1])
@@ -226,12 +330,74 @@ class Reader:
             f"SELECT {SESSION_COLUMNS}, {key} FROM sessions{where.sql()}"
             f" ORDER BY {order} DESC, id LIMIT ?"
         )
+        searched_over: int | None = None
         with self.snapshot():
+            if match is not None:
+                if after is None and search_cut is None:
+                    search_cut, searched_over = self._sessions_search_cut(match)
+                hits = Where()
+                if search_cut is None:  # every hit (the index has no more than the caps)
+                    hits.add(
+                        "id IN (SELECT COALESCE(e.session_id, t.session_id) FROM search_index f"
+                        " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+                        " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
+                        " WHERE search_index MATCH ?)",
+                        match,
+                    )
+                else:
+                    upto, floor, lo, hi = search_cut
+                    hits.add(
+                        "id IN (SELECT e.session_id FROM search_index f"
+                        " JOIN events e ON e.id = f.rowid"
+                        " WHERE search_index MATCH ? AND f.rowid BETWEEN ? AND ?"
+                        " UNION ALL SELECT t.session_id FROM search_index f"
+                        " JOIN search_titles t ON t.id = -f.rowid"
+                        " WHERE search_index MATCH ? AND f.rowid BETWEEN ? AND ?)",
+                        match, floor, upto, match, lo, hi,
+                    )
+                where = Where(hits.conditions + where.conditions, hits.args + where.args)
+                sql = (
+                    f"SELECT {SESSION_COLUMNS}, {key} FROM sessions{where.sql()}"
+                    f" ORDER BY {order} DESC, id LIMIT ?"
+                )
             rows = list(self.conn.execute(sql, [*where.args, limit]))
             out = self._session_dicts([r[:-1] for r in rows])
             for r, d in zip(rows, out, strict=True):
                 d["_key"] = (r[-1], d["id"])
-            return out
+        return {
+            "sessions": out,
+            "search_cut": search_cut,
+            "searched_over": searched_over,
+            "capped": search_cut is not None,
+        }
+
+    def _sessions_search_cut(self, match: str) -> tuple[list[int] | None, int]:
+        """sessions.list's search on a first page: None (every hit: the index has at
+        most the caps of each kind) or [upto, event floor, title lo, title hi], the
+        newest hits of each kind (index rowids alone, no join); and how many hits."""
+        n, nt = self.search_candidates, self.search_title_candidates
+        upto = self.last_event_id()
+        nth = self.conn.execute(
+            "SELECT rowid FROM search_index WHERE search_index MATCH ? AND rowid BETWEEN 1 AND ?"
+            " ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, upto, n)).fetchone()
+        titles = [int(r) for (r,) in self.conn.execute(
+            "SELECT rowid FROM search_index WHERE search_index MATCH ? AND rowid < 0"
+            " ORDER BY rowid LIMIT ?", (match, nt + 1))]
+        if nth is None and len(titles) <= nt:
+            (count,) = self.conn.execute(
+                "SELECT COUNT(*) FROM search_index WHERE search_index MATCH ?", (match,)
+            ).fetchone() or (0,)
+            return None, int(count)
+        floor = 1 if nth is None else int(nth[0]) + 1
+        if nth is None:
+            (events,) = self.conn.execute(
+                "SELECT COUNT(*) FROM search_index WHERE search_index MATCH ?"
+                " AND rowid BETWEEN 1 AND ?", (match, upto)).fetchone() or (0,)
+        else:
+            events = n
+        titles = titles[:nt]
+        lo, hi = (titles[0], titles[-1]) if titles else (0, -1)
+        return [upto, floor, lo, hi], int(events) + len(titles)
 
     def resolve_session(self, ident: str) -> str | None:
         """Accept our id, the agent's native id, or a unique prefix of either."""
@@ -382,68 +548,35 @@ class Reader:
         upto: int | None = None,
         now: str | None = None,
         after: tuple[float, int] | None = None,
+        cut: Cut | None = None,
     ) -> dict[str, Any]:
         """Hits of a query (store/search.py's language), best first (``order`` "rank")
         or newest first ("recent"). A page is fixed by ``upto`` (the last event id the
         first page saw: later events are not hits of this listing) and ``now`` (the
-        moment recency is measured from); ``after`` is the last hit's (rank, rowid)."""
+        moment recency is measured from); ``after`` is the last hit's (rank, rowid).
+
+        Rank order ranks every hit while the index has at most ``search_candidates`` of
+        the query's event hits and as many title hits; beyond that, the newest of them
+        that pass the filters (store/ranked.py). ``cut``: a capped listing's candidates
+        and weights, as its first page answered them (None on a first page, and on
+        every page of a listing that ranks every hit)."""
         match = compile_query(q)
-        where = Where()
-        where.add("search_index MATCH ?", match)
         with self.snapshot():
+            first = upto is None
             if upto is None:
                 upto = self.last_event_id()
             if now is None:
                 from .batch import utc_now
 
                 now = utc_now()
-            where.add("f.rowid <= ?", upto)
-            if session_id:
-                where.add("s.id = ?", session_id)
-            if agent:
-                where.add("s.agent = ?", agent)
-            if project:
-                where.add(
-                    "(s.project_root = ? OR s.cwd = ?"
-                    " OR json_extract(e.data, '$.project_root') = ?)",
-                    project, project, project,
-                )
-            if kinds:
-                where.add(
-                    f"COALESCE(e.kind, '{TITLE_KIND}') IN ({','.join('?' * len(kinds))})", *kinds
-                )
-            if since_ts:
-                where.add("COALESCE(e.ts, s.last_event_at) >= ?", since_ts)
-            if until_ts:
-                where.add("COALESCE(e.ts, s.last_event_at) < ?", until_ts)
-            inner = (
-                "SELECT f.rowid AS rid, s.id AS sid, s.title AS title, s.agent AS agent,"
-                f" COALESCE(e.kind, '{TITLE_KIND}') AS kind, COALESCE(e.ts, s.last_event_at) AS ts,"
-                " e.turn_id AS turn_id, e.tool AS tool, e.path AS path, e.data AS data,"
-                " -bm25(search_index) / (1.0 + MAX(0.0, julianday(?) - COALESCE(julianday("
-                " COALESCE(e.ts, s.last_event_at)), julianday(?) - 365)) / ?) AS score"
-                " FROM search_index f"
-                " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
-                " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
-                " JOIN sessions s ON s.id = COALESCE(e.session_id, t.session_id)"
-                f"{where.sql()}"
-            )
-            args: list[Any] = [now, now, RECENCY_DAYS, *where.args]
-            if order == "recent":
-                outer = "SELECT * FROM (" + inner + ")"
-                if after is not None:
-                    outer += " WHERE rid < ?"
-                    args.append(after[1])
-                outer += " ORDER BY rid DESC LIMIT ?"
-            else:
-                outer = "SELECT * FROM (" + inner + ")"
-                if after is not None:
-                    outer += " WHERE (score < ? OR (score = ? AND rid > ?))"
-                    args.extend([after[0], after[0], after[1]])
-                outer += " ORDER BY score DESC, rid LIMIT ?"
-            args.append(limit)
+            filters = _SearchFilters(agent, project, session_id, kinds, since_ts, until_ts)
             try:
-                rows = list(self.conn.execute(outer, args))
+                if order == "recent":
+                    rows = self._search_recent(match, filters, upto, now, after, limit)
+                    ranked_over: int | None = None
+                else:
+                    rows, cut, ranked_over = self._search_ranked(
+                        match, filters, upto, now, after, limit, cut, first)
             except apsw.SQLError as exc:  # what the parser let through and FTS5 did not take
                 raise QuerySyntaxError(f"the query cannot be searched: {q!r}") from exc
         hits = []
@@ -471,7 +604,182 @@ class Reader:
             }
             hit["_key"] = (float(score), int(rid))
             hits.append(hit)
-        return {"hits": hits, "upto": upto, "now": now}
+        return {
+            "hits": hits,
+            "upto": upto,
+            "now": now,
+            "cut": cut,
+            "ranked_over": ranked_over,
+            "capped": bool(cut is not None and cut.capped),
+        }
+
+    # The candidates of a capped listing, per kind of hit (store/ranked.py); a Reader's
+    # own so a test can make it small.
+    search_candidates = SEARCH_CANDIDATES
+    search_title_candidates = SEARCH_TITLE_CANDIDATES
+
+    def _search_recent(
+        self, match: str, filters: _SearchFilters, upto: int, now: str,
+        after: tuple[float, int] | None, limit: int,
+    ) -> list[tuple[Any, ...]]:
+        """Newest first: FTS5 reads the query's hits from the newest index row down,
+        joined as it goes, until the page is full."""
+        where = Where()
+        where.add("search_index MATCH ?", match)
+        where.add("f.rowid <= ?", upto)
+        filters.recent_where(where)
+        inner = (
+            "SELECT f.rowid AS rid, s.id AS sid, s.title AS title, s.agent AS agent,"
+            f" COALESCE(e.kind, '{TITLE_KIND}') AS kind, COALESCE(e.ts, s.last_event_at) AS ts,"
+            " e.turn_id AS turn_id, e.tool AS tool, e.path AS path, e.data AS data,"
+            " -bm25(search_index) / (1.0 + MAX(0.0, julianday(?) - COALESCE(julianday("
+            " COALESCE(e.ts, s.last_event_at)), julianday(?) - 365)) / ?) AS score"
+            " FROM search_index f"
+            " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+            " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
+            " JOIN sessions s ON s.id = COALESCE(e.session_id, t.session_id)"
+            f"{where.sql()}"
+        )
+        args: list[Any] = [now, now, RECENCY_DAYS, *where.args]
+        outer = "SELECT * FROM (" + inner + ")"
+        if after is not None:
+            outer += " WHERE rid < ?"
+            args.append(after[1])
+        outer += " ORDER BY rid DESC LIMIT ?"
+        args.append(limit)
+        return list(self.conn.execute(outer, args))
+
+    def _search_ranked(
+        self, match: str, filters: _SearchFilters, upto: int, now: str,
+        after: tuple[float, int] | None, limit: int, cut: Cut | None, first: bool,
+    ) -> tuple[list[tuple[Any, ...]], Cut | None, int]:
+        """Best first: score the candidates (every hit, or a capped listing's newest),
+        sort them here, then read the page's rows alone (an event's data is unpacked
+        for the page, not for every candidate)."""
+        n, nt = self.search_candidates, self.search_title_candidates
+        events_on = filters.events_on()
+        titles_on = filters.titles_on()
+        if first:
+            # Does the index hold more than the cap of either kind of hit? Index rows
+            # alone, no join: a walk of n + 1 rowids.
+            big = (events_on and self.conn.execute(
+                "SELECT 1 FROM search_index WHERE search_index MATCH ? AND rowid BETWEEN 1 AND ?"
+                " ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, upto, n)).fetchone() is not None
+            ) or (titles_on and self.conn.execute(
+                "SELECT 1 FROM search_index WHERE search_index MATCH ? AND rowid < 0"
+                " ORDER BY rowid LIMIT 1 OFFSET ?", (match, nt)).fetchone() is not None)
+            if big:
+                weights = estimate_weights(self.conn, match, upto, n)
+                events = self._ranked_events(match, filters, now, weights, 1, upto, n + 1)
+                titles = self._ranked_titles(match, filters, now, weights, _MIN_ROWID, -1, nt + 1)
+                capped = len(events) > n or len(titles) > nt
+                events, titles = events[:n], titles[:nt]
+                cut = Cut(
+                    event_floor=events[-1][0] if len(events) == n else 1,
+                    title_lo=titles[0][0] if titles else 0,
+                    title_hi=titles[-1][0] if len(titles) == nt else -1,
+                    weights=weights,
+                    capped=capped,
+                )
+        if cut is None:  # every hit, by bm25
+            events = self._ranked_events(match, filters, now, None, 1, upto, None)
+            titles = self._ranked_titles(match, filters, now, None, _MIN_ROWID, -1, None)
+        elif not first:
+            events = self._ranked_events(
+                match, filters, now, cut.weights, cut.event_floor, upto, None)
+            titles = self._ranked_titles(
+                match, filters, now, cut.weights, cut.title_lo, cut.title_hi, None)
+        candidates = sorted(events + titles, key=lambda c: (-c[1], c[0]))
+        if after is not None:
+            s, i = after
+            candidates = [c for c in candidates if c[1] < s or (c[1] == s and c[0] > i)]
+        page = candidates[:limit]
+        return self._hit_rows(page), cut, len(events) + len(titles)
+
+    def _score(self, weights: tuple[float, ...] | None, ts: str) -> tuple[str, list[Any]]:
+        """The score of a hit: BM25 (higher is better), by bm25() or, with weights, by
+        agentsrc_rank (store/ranked.py), over the recency decay of its time ``ts``."""
+        if weights is None:
+            rank, args = "-bm25(search_index)", []
+        else:
+            rank = f"-agentsrc_rank(search_index, {', '.join('?' * len(weights))})"
+            args = list(weights)
+        return (
+            f"{rank} / (1.0 + MAX(0.0, julianday(?) - COALESCE(julianday({ts}),"
+            " julianday(?) - 365)) / ?)",
+            args,
+        )
+
+    def _ranked_events(
+        self, match: str, filters: _SearchFilters, now: str, weights: tuple[float, ...] | None,
+        lo: int, hi: int, limit: int | None,
+    ) -> list[tuple[int, float]]:
+        """(index rowid, score) of the event hits with ids lo..hi passing the filters,
+        newest first, at most ``limit``."""
+        if not filters.events_on():
+            return []
+        where = Where()
+        where.add("search_index MATCH ?", match)
+        where.add("f.rowid BETWEEN ? AND ?", lo, hi)
+        joined = filters.event_where(where)
+        # An event's time, else its session's last (a correlated lookup only for an
+        # event without one, unless the filters join the session anyway).
+        ts = ("COALESCE(e.ts, s.last_event_at)" if joined else
+              "COALESCE(e.ts, (SELECT last_event_at FROM sessions WHERE id = e.session_id))")
+        score, args = self._score(weights, ts)
+        sql = (
+            f"SELECT f.rowid, {score} FROM search_index f JOIN events e ON e.id = f.rowid"
+            + (" JOIN sessions s ON s.id = e.session_id" if joined else "")
+            + f"{where.sql()} ORDER BY f.rowid DESC"
+            + (f" LIMIT {int(limit)}" if limit is not None else "")
+        )
+        return [(int(r), float(v)) for r, v in self.conn.execute(
+            sql, [*args, now, now, RECENCY_DAYS, *where.args])]
+
+    def _ranked_titles(
+        self, match: str, filters: _SearchFilters, now: str, weights: tuple[float, ...] | None,
+        lo: int, hi: int, limit: int | None,
+    ) -> list[tuple[int, float]]:
+        """(index rowid, score) of the title hits with index rowids lo..hi (minus their
+        search_titles ids) passing the filters, newest first, at most ``limit``."""
+        if not filters.titles_on():
+            return []
+        where = Where()
+        where.add("search_index MATCH ?", match)
+        where.add("f.rowid BETWEEN ? AND ?", lo, hi)
+        filters.title_where(where)
+        score, args = self._score(weights, "s.last_event_at")
+        sql = (
+            f"SELECT f.rowid, {score} FROM search_index f JOIN search_titles t ON t.id = -f.rowid"
+            f" JOIN sessions s ON s.id = t.session_id{where.sql()} ORDER BY f.rowid"
+            + (f" LIMIT {int(limit)}" if limit is not None else "")
+        )
+        return [(int(r), float(v)) for r, v in self.conn.execute(
+            sql, [*args, now, now, RECENCY_DAYS, *where.args])]
+
+    def _hit_rows(self, page: list[tuple[int, float]]) -> list[tuple[Any, ...]]:
+        """The rows of a page's hits, in its order: (rowid, session, title, agent, kind,
+        ts, turn, tool, path, data, score)."""
+        found: dict[int, tuple[Any, ...]] = {}
+        event_ids = [rid for rid, _ in page if rid > 0]
+        title_ids = [-rid for rid, _ in page if rid < 0]
+        if event_ids:
+            for row in self.conn.execute(
+                "SELECT e.id, s.id, s.title, s.agent, e.kind, COALESCE(e.ts, s.last_event_at),"
+                " e.turn_id, e.tool, e.path, e.data FROM events e"
+                f" JOIN sessions s ON s.id = e.session_id WHERE e.id IN ({','.join('?' * len(event_ids))})",
+                event_ids,
+            ):
+                found[int(row[0])] = row
+        if title_ids:
+            for row in self.conn.execute(
+                f"SELECT -t.id, s.id, s.title, s.agent, '{TITLE_KIND}', s.last_event_at,"
+                " NULL, NULL, NULL, NULL FROM search_titles t JOIN sessions s ON s.id = t.session_id"
+                f" WHERE t.id IN ({','.join('?' * len(title_ids))})",
+                title_ids,
+            ):
+                found[int(row[0])] = row
+        return [(*found[rid], score) for rid, score in page if rid in found]
 
     # -- a session turn by turn
     def session_turns(
