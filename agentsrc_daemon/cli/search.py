@@ -72,6 +72,9 @@ def search(
         typer.echo("no hits", err=True)
     elif result.get("next_cursor"):
         typer.echo(f"(more: --limit {limit * 2}, or search.query with cursor)", err=True)
+    if result.get("capped"):
+        typer.echo(f"(ranked the newest {result.get('ranked_over')} hits only; --recent lists"
+                   " every hit, newest first)", err=True)
 
 
 

@@ -112,11 +112,15 @@ def register(conn: apsw.Connection) -> None:
     conn.register_fts5_function("agentsrc_index_stats", _index_stats)
 
 
-def estimate_weights(conn: apsw.Connection, match: str, upto: int, sample: int) -> tuple[float, ...]:
+def estimate_weights(
+    conn: apsw.Connection, match: str, upto: int, sample: int, nth: int | None = None
+) -> tuple[float, ...]:
     """(average document length, idf of each phrase). A phrase's hits are counted when
     it has at most ``sample`` event hits; otherwise estimated from its newest ``sample``
     (ids up to ``upto``): that many hits in the span of ids they cover, extrapolated to
-    all ids. Each costs a walk of at most ``sample`` + 1 index rows, not of every hit."""
+    all ids. Each costs a walk of at most ``sample`` + 1 index rows, not of every hit.
+    ``nth``: the rowid of the query's ``sample``-th newest event hit when the caller
+    has it (a query of one phrase is that phrase)."""
     row = conn.execute(
         "SELECT agentsrc_index_stats(search_index) FROM search_index"
         " WHERE search_index MATCH ? LIMIT 1",
@@ -126,19 +130,23 @@ def estimate_weights(conn: apsw.Connection, match: str, upto: int, sample: int) 
         return (1.0,)
     n_rows, total = (int(x) for x in str(row[0]).split())
     weights = [total / max(n_rows, 1) or 1.0]
-    for phrase in phrases(match):
-        nth = conn.execute(
-            "SELECT rowid FROM search_index WHERE search_index MATCH ?"
-            " AND rowid BETWEEN 1 AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (phrase, upto, sample - 1),
-        ).fetchone()
-        if nth is None:
+    every = phrases(match)
+    for phrase in every:
+        if nth is not None and every == [match]:
+            found: Any = (nth,)
+        else:
+            found = conn.execute(
+                "SELECT rowid FROM search_index WHERE search_index MATCH ?"
+                " AND rowid BETWEEN 1 AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                (phrase, upto, sample - 1),
+            ).fetchone()
+        if found is None:
             (hits,) = conn.execute(
                 "SELECT COUNT(*) FROM search_index WHERE search_index MATCH ?", (phrase,)
             ).fetchone() or (0,)
             n_hit = float(hits)
         else:
-            n_hit = min(float(n_rows), sample * upto / max(upto - int(nth[0]) + 1, 1))
+            n_hit = min(float(n_rows), sample * upto / max(upto - int(found[0]) + 1, 1))
         idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         weights.append(idf if idf > 0 else 1e-6)  # bm25's floor for a phrase in most rows
     return tuple(weights)

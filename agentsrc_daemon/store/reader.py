@@ -661,15 +661,16 @@ class Reader:
         titles_on = filters.titles_on()
         if first:
             # Does the index hold more than the cap of either kind of hit? Index rows
-            # alone, no join: a walk of n + 1 rowids.
-            big = (events_on and self.conn.execute(
-                "SELECT 1 FROM search_index WHERE search_index MATCH ? AND rowid BETWEEN 1 AND ?"
-                " ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, upto, n)).fetchone() is not None
-            ) or (titles_on and self.conn.execute(
+            # alone, no join: a walk of n + 1 rowids (the n-th and the one after).
+            nth = [int(r) for (r,) in self.conn.execute(
+                "SELECT rowid FROM search_index WHERE search_index MATCH ? AND rowid BETWEEN 1"
+                " AND ? ORDER BY rowid DESC LIMIT 2 OFFSET ?", (match, upto, n - 1))
+            ] if events_on else []
+            big = len(nth) == 2 or (titles_on and self.conn.execute(
                 "SELECT 1 FROM search_index WHERE search_index MATCH ? AND rowid < 0"
                 " ORDER BY rowid LIMIT 1 OFFSET ?", (match, nt)).fetchone() is not None)
             if big:
-                weights = estimate_weights(self.conn, match, upto, n)
+                weights = estimate_weights(self.conn, match, upto, n, nth[0] if nth else None)
                 events = self._ranked_events(match, filters, now, weights, 1, upto, n + 1)
                 titles = self._ranked_titles(match, filters, now, weights, _MIN_ROWID, -1, nt + 1)
                 capped = len(events) > n or len(titles) > nt
@@ -696,6 +697,12 @@ class Reader:
         page = candidates[:limit]
         return self._hit_rows(page), cut, len(events) + len(titles)
 
+    def _julianday(self, ts: str) -> float | None:
+        """SQLite's julianday of a time, once per statement rather than per hit (the
+        same double as in the statement)."""
+        row = self.conn.execute("SELECT julianday(?)", (ts,)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     def _score(self, weights: tuple[float, ...] | None, ts: str) -> tuple[str, list[Any]]:
         """The score of a hit: BM25 (higher is better), by bm25() or, with weights, by
         agentsrc_rank (store/ranked.py), over the recency decay of its time ``ts``."""
@@ -705,8 +712,7 @@ class Reader:
             rank = f"-agentsrc_rank(search_index, {', '.join('?' * len(weights))})"
             args = list(weights)
         return (
-            f"{rank} / (1.0 + MAX(0.0, julianday(?) - COALESCE(julianday({ts}),"
-            " julianday(?) - 365)) / ?)",
+            f"{rank} / (1.0 + MAX(0.0, ? - COALESCE(julianday({ts}), ? - 365)) / ?)",
             args,
         )
 
@@ -718,6 +724,7 @@ class Reader:
         newest first, at most ``limit``."""
         if not filters.events_on():
             return []
+        now_jd = self._julianday(now)
         where = Where()
         where.add("search_index MATCH ?", match)
         where.add("f.rowid BETWEEN ? AND ?", lo, hi)
@@ -734,7 +741,7 @@ class Reader:
             + (f" LIMIT {int(limit)}" if limit is not None else "")
         )
         return [(int(r), float(v)) for r, v in self.conn.execute(
-            sql, [*args, now, now, RECENCY_DAYS, *where.args])]
+            sql, [*args, now_jd, now_jd, RECENCY_DAYS, *where.args])]
 
     def _ranked_titles(
         self, match: str, filters: _SearchFilters, now: str, weights: tuple[float, ...] | None,
@@ -744,6 +751,7 @@ class Reader:
         search_titles ids) passing the filters, newest first, at most ``limit``."""
         if not filters.titles_on():
             return []
+        now_jd = self._julianday(now)
         where = Where()
         where.add("search_index MATCH ?", match)
         where.add("f.rowid BETWEEN ? AND ?", lo, hi)
@@ -755,7 +763,7 @@ class Reader:
             + (f" LIMIT {int(limit)}" if limit is not None else "")
         )
         return [(int(r), float(v)) for r, v in self.conn.execute(
-            sql, [*args, now, now, RECENCY_DAYS, *where.args])]
+            sql, [*args, now_jd, now_jd, RECENCY_DAYS, *where.args])]
 
     def _hit_rows(self, page: list[tuple[int, float]]) -> list[tuple[Any, ...]]:
         """The rows of a page's hits, in its order: (rowid, session, title, agent, kind,
