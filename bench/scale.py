@@ -138,6 +138,11 @@ def draw_cases(db: Path) -> list[Case]:
         Case("findings.list deep", "findings.list", {}, deep=(DEEP_PAGES, "next_since_id", "since_id")),
         Case("search.query", "search.query", {"q": "error"}),
         Case("search.query recent", "search.query", {"q": "test", "order": "recent"}),
+        # Ranked search beyond the cap (store/ranked.py): the commonest word, and a page
+        # deep in a capped listing (its cursor carries the candidates' cut).
+        Case("search.query common word", "search.query", {"q": "the"}),
+        Case("search.query deep page", "search.query", {"q": "error"},
+             deep=(10, "next_cursor", "cursor")),
         Case("sessions.turns big", "sessions.turns", {"id": big}),
         Case("sessions.turns deep", "sessions.turns", {"id": big, "limit": 5},
              deep=(5, "next_after_id", "after_id")),

@@ -233,7 +233,7 @@ def full_scans(db: Path, sql: str, bindings: Any) -> list[str]:
             out.append("events")
             continue
         m = re.match(r"SCAN (\w+)( USING (?:COVERING )?INDEX| VIRTUAL TABLE)?", detail)
-        if m is None or m.group(2):
+        if m is None or m.group(2) or detail == "SCAN CONSTANT ROW":  # (a SELECT of values)
             continue
         table = aliases.get(m.group(1), m.group(1))
         if table in SMALL_TABLES or table == "(cte)":
