@@ -69,7 +69,7 @@ def _twelve(store: Store) -> None:
 
 def test_the_real_caps() -> None:
     assert SEARCH_CANDIDATES == 1000 and Reader.search_candidates == SEARCH_CANDIDATES
-    assert Reader.search_title_candidates == 250
+    assert Reader.search_title_candidates == 100
 
 
 def test_few_hits_are_all_ranked_by_bm25(store: Store, tmp_path: Path) -> None:

@@ -30,11 +30,12 @@ from typing import Any
 import apsw
 
 # The candidates of a capped listing: event hits, and title hits (one per session at
-# most). Chosen by measurement (docs/performance.md): an event candidate costs its score
-# and a lookup of its event's time, about 10 microseconds, so 1,000 take 10 ms of a
-# 20 ms page; a title's costs as much (its session's last event), and titles are few.
+# most). Chosen by measurement at 10 million events (docs/performance.md): an event
+# candidate costs its score (4.7 us) and a lookup of its event's time (4.4 us), so 1,000
+# take 9-12 ms of a 20 ms page (2,000: 22-29 ms); a title's costs more (its session's
+# row: about 12 us).
 SEARCH_CANDIDATES = 1000
-SEARCH_TITLE_CANDIDATES = 250
+SEARCH_TITLE_CANDIDATES = 100
 
 # bm25's constants, as FTS5's bm25() has them.
 _K1 = 1.2
