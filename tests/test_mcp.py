@@ -438,6 +438,11 @@ def test_every_tool_answers_from_the_record_with_exact_values(
                 ("prompt", f"claude-code:{SID_A}", "a-p1"),
             ]
             assert hits["hits"][1]["snippet"].startswith("Settle the retry policy")
+            # Two hits, far under the daemon's cap: both ranked, nothing left out.
+            assert (hits["ranked_over"], hits["capped"]) == (2, False)
+            assert (migrations_recent := await call(
+                "search_history", query="migrate", order="recent"))["ranked_over"] is None
+            assert migrations_recent["capped"] is False
             decided = await call("search_history", query="backoff", kind="message")
             assert [h["snippet"] for h in decided["hits"]] == [
                 "Decided: retries stay at 3 with exponential backoff."]

@@ -580,4 +580,7 @@ def search_history(
     more = by_size or r.get("next_cursor") is not None
     return page("hits", items, scope=scope, more=more, by_size=by_size, limit=limit,
                 next_cursor=encode_cursor("search_history", filters, next_pos),
-                head={"query": query})
+                # Rank order over a common word ranks its newest hits only (the
+                # daemon's cap): the agent is told, so it can narrow or ask by recency.
+                head={"query": query, "ranked_over": r.get("ranked_over"),
+                      "capped": bool(r.get("capped"))})
