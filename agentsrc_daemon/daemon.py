@@ -826,14 +826,12 @@ class Daemon:
                     # the backlog is read or placed again.
                     committed = self._commit(carry, "backfill")
                     carry = None
-                    self._progressed()
                     if not committed:
                         break
                 if self._appends_wait():
                     break  # fresh appends: the next round takes them first
-                with self.timer.step("collect"):
-                    if self.backfill.collect(stop=self._appends_wait):
-                        self._progressed()  # may finish (and un-queue) files of this list
+                with self.timer.step("collect"):  # may finish (un-queue) files of this list
+                    self.backfill.collect(stop=self._appends_wait)
                 if self._appends_wait():
                     break
             spec = self.pending.get(path)
@@ -845,11 +843,14 @@ class Daemon:
                     placed = self.backfill.place(spec, ingestor)
                 if not placed:
                     continue
-            if mine:  # the appended file itself: a whole round, committed at once
-                rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
+            if mine:  # the appended file itself: a round, committed with the appends
+                # (a file with a backlog of its own reads a batch of it, then backfills)
+                rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES, max_events=max_events)
             else:
                 with self.timer.step("backfill_round", path=path) as step:
-                    rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__)
+                    # At most a batch: a round of tiny lines is not one huge commit.
+                    rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__,
+                                          max(1, max_events - len(batch.events)))
                     step["bytes"] = rnd.bytes
                 self._progressed()
             if rnd.retry_after is not None:
@@ -874,7 +875,6 @@ class Daemon:
             batch = Batch()
         if carry is not None:  # only appends were read: the carried batch goes now
             self._commit(carry, "backfill")
-            self._progressed()
         if not batch.empty():
             if self._appends_wait() and not self.stop_event.is_set():
                 self._carry = batch  # after the appends, at the start of the next round
@@ -930,6 +930,8 @@ class Daemon:
             self._commit_failed(batch, exc)
             return False
         self.store_errors.succeeded()
+        if what != "appends":
+            self._progressed()  # the backlog moved: appends that wait now go first
         sink = self.components.sink
         if sink is not None:
             sink.notify()

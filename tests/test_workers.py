@@ -180,16 +180,18 @@ def test_a_round_read_in_pieces_commits_what_the_whole_round_does(
     derive, scan, root_for, _ = build_stages(cfg)
     s = sources.SourceSpec(str(path), agent, sources.JSONL, str(path.parent))
 
-    def read(piece: int) -> list[workers.Piece]:
+    def read(piece: int, events: int = workers.PIECE_EVENTS) -> list[workers.Piece]:
         workers._worker_ingestor = Ingestor(
             max_line_bytes=cfg.max_line_bytes, derive=derive, scan=scan, project_root_for=root_for
         )
         try:
-            return workers._ingest_round(s, Cursor(s.path, agent, sources.JSONL), 64 << 20, piece)
+            return workers._ingest_round(
+                s, Cursor(s.path, agent, sources.JSONL), 64 << 20, piece, events
+            )
         finally:
             workers._worker_ingestor = None
 
-    whole = read(64 << 20)
+    whole = read(64 << 20, 1 << 30)
     pieces = read(workers.PIECE_BYTES)
     assert len(whole) == 1 and len(pieces) >= 3
     offsets = [c.offset for _, _, c in pieces]

@@ -40,7 +40,7 @@ from ..store import Batch, prepare  # noqa: E402
 from ..system.memory import release_freed_memory  # noqa: E402
 from . import sources  # noqa: E402
 from .cursor import Cursor  # noqa: E402
-from .priority import LIVE_ROUND_BUDGET_BYTES  # noqa: E402
+from .priority import LIVE_BATCH_EVENTS, LIVE_ROUND_BUDGET_BYTES  # noqa: E402
 from .round import FileRound, Ingestor  # noqa: E402
 
 log = structlog.get_logger("agentsrc.workers")
@@ -58,8 +58,10 @@ WAIT_S = 0.02
 WAIT_SLICE_S = 0.004
 # Which source modes a worker reads (not databases: see place()).
 WORKER_MODES = frozenset({sources.JSONL, sources.DOCUMENT, sources.MEMORY})
-# A worker's round comes back in pieces of this many bytes, each committable on its own.
+# A worker's round comes back in pieces of this many bytes (or lines giving this many
+# events, for rounds of tiny lines), each committable on its own.
 PIECE_BYTES = LIVE_ROUND_BUDGET_BYTES
+PIECE_EVENTS = LIVE_BATCH_EVENTS
 
 
 def min_backlog_bytes() -> int:
@@ -116,18 +118,20 @@ Piece = tuple[Batch, FileRound, Cursor]
 
 
 def _ingest_round(
-    spec: sources.SourceSpec, cursor: Cursor, budget: int, piece_bytes: int
+    spec: sources.SourceSpec, cursor: Cursor, budget: int, piece_bytes: int, piece_events: int
 ) -> list[Piece]:
-    """One round of ``budget`` bytes, read as pieces of ``piece_bytes``, each with the
-    cursor after it: the daemon may commit them one by one (a live append then waits
-    for one piece's commit, not the round's) or together."""
+    """One round of ``budget`` bytes, read as pieces of ``piece_bytes`` (or of lines
+    giving ``piece_events`` events), each with the cursor after it: the daemon may
+    commit them one by one (a live append then waits for one piece's commit, not the
+    round's) or together."""
     assert _worker_ingestor is not None, "worker not initialised"
     _worker_ingestor.cursors = {spec.path: cursor}
     pieces: list[Piece] = []
     read = 0
     while True:
         batch = Batch()
-        rnd = _worker_ingestor.ingest(spec, batch, max(1, min(piece_bytes, budget - read)))
+        rnd = _worker_ingestor.ingest(spec, batch, max(1, min(piece_bytes, budget - read)),
+                                      max_events=piece_events)
         prepare(batch)  # hashing and JSON encoding also happen off the daemon's thread
         read += rnd.bytes
         last = not rnd.more or rnd.deferred or rnd.gone or rnd.bytes == 0 or read >= budget
@@ -210,7 +214,7 @@ class BackfillPool:
             return False
         try:
             self.in_flight[spec.path] = self._executor.submit(
-                _ingest_round, spec, cursor, budget, PIECE_BYTES
+                _ingest_round, spec, cursor, budget, PIECE_BYTES, PIECE_EVENTS
             )
         except (BrokenProcessPool, RuntimeError) as exc:
             self._broke(exc)
