@@ -844,8 +844,10 @@ class Daemon:
                 if not placed:
                     continue
             if mine:  # the appended file itself: a round, committed with the appends
-                # (a file with a backlog of its own reads a batch of it, then backfills)
-                rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES, max_events=max_events)
+                # (while catching up, a file with a backlog of its own reads a batch of
+                # it, then backfills: the other files' appends do not wait for all of it)
+                rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES, max_events=(
+                    None if self._initial_done else max_events))
             else:
                 with self.timer.step("backfill_round", path=path) as step:
                     # At most a batch: a round of tiny lines is not one huge commit.
