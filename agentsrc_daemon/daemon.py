@@ -30,6 +30,7 @@ from . import __version__
 from .config import Config, load_config
 from .errors import AlreadyRunning, NotPrivate, RpcError
 from .ingest import sources
+from .ingest.priority import LivePriority
 from .ingest.round import FileRound, Ingestor
 from .ingest.watch import DirtySet, Watcher
 from .ingest.workers import BackfillScheduler, WorkerRound
@@ -82,14 +83,6 @@ CHECKPOINT_THREAD_ENV = "AGENTSRC_CHECKPOINT_THREAD"
 PROFILE_START_ENV = "AGENTSRC_PROFILE_START"
 # $AGENTSRC_GC_FREEZE=0: the heap is not frozen once live (system/memory.freeze_heap).
 GC_FREEZE_ENV = "AGENTSRC_GC_FREEZE"
-# While appends come in (within APPENDS_RECENT_S), this thread's backfill rounds read at
-# most this much of a file: an append waits for a few milliseconds of parsing, not 4 MiB.
-LIVE_ROUND_BUDGET_BYTES = 128 << 10
-LIVE_BATCH_EVENTS = 250
-APPENDS_RECENT_S = 5.0
-# Appends go first, but the backfill still moves at least once in this long: a steady
-# writer cannot starve it.
-BACKFILL_PROGRESS_S = 0.25
 # A first catch-up at least this large builds the search index after it, in chunks, not
 # in its commits (Store.defer_search_index); $AGENTSRC_SEARCH_DEFER_MIN_BACKLOG (bytes)
 # overrides it for tests.
@@ -324,8 +317,13 @@ class Daemon:
         self.exit_code = 0
         self._initial_done = False
         self._urgent: set[str] = set()  # appended files queued first (_queue_appended)
-        self._appends_at = -APPENDS_RECENT_S  # when the watcher last saw an append
-        self._progress_at = 0.0  # when a backfill round was last read or collected
+        # When the loop yields to live appends, and how large its backfill pieces are
+        # (ingest/priority.py).
+        self.priority = LivePriority(FILE_BUDGET_BYTES, cfg.batch_max_events)
+        # A backfill batch read here but left uncommitted for an append that came in:
+        # committed right after the appends (see _work).
+        self._carry: Batch | None = None
+        self.backfill.interrupt = self._appends_wait
         self.scan_state: dict[str, Any] = {"enabled": False}
         self.store_errors = StoreErrors()
         self.reconcile_stats = ReconcileStats()
@@ -651,12 +649,12 @@ class Daemon:
                     self._scan_dir(d)
                 self._queue_appended(paths)
             self._requeue_retries()
-            if self.pending and self.store_errors.waiting():
+            if (self.pending or self._carry is not None) and self.store_errors.waiting():
                 # The last commit failed (the disk full): nothing is read until the next
                 # try. Woken by file events too, which only add to the queue.
                 self.dirty.wakeup.wait(min(self.store_errors.waiting(), 1.0))
                 continue
-            if self.pending:
+            if self.pending or self._carry is not None:
                 with self.timer.step("work", files=len(self.pending)):
                     self._work()
                 self._backlog_stale = True
@@ -666,7 +664,8 @@ class Daemon:
                     last_status = time.monotonic()
                     self.notifier.status(self._status_line())
                 continue
-            self.backfill.close(self.components.ingestor)
+            with self.timer.step("close_workers"):
+                self.backfill.close(self.components.ingestor)
             if self._backlog_stale:
                 # Not on every wake-up: it sums over every cursor (20,000 of them in a
                 # large home), and an idle daemon wakes every 2 s for the root check.
@@ -761,15 +760,15 @@ class Daemon:
             self.pending.move_to_end(path, last=False)
         if urgent:
             self._urgent = set(urgent)
-            self._appends_at = time.monotonic()
+            self.priority.appended(time.monotonic())
 
-    def _round_budget(self) -> tuple[int, int]:
-        """A file round's budget (here and in the workers) and a batch's events: during
-        a backfill with live appends (in the last few seconds), small, so an append
-        waits for little parsing and a short commit, not a backfill's."""
-        if time.monotonic() - self._appends_at < APPENDS_RECENT_S:
-            return LIVE_ROUND_BUDGET_BYTES, LIVE_BATCH_EVENTS
-        return FILE_BUDGET_BYTES, self.cfg.batch_max_events
+    def _appends_wait(self) -> bool:
+        """Before a piece of backfill work: an append came in and the backlog moved
+        recently, so the piece waits (LivePriority.yields)."""
+        return self.priority.yields(time.monotonic(), bool(self.dirty))
+
+    def _progressed(self) -> None:
+        self.priority.progressed(time.monotonic())
 
     def _requeue_retries(self) -> None:
         now = time.monotonic()
@@ -788,14 +787,27 @@ class Daemon:
         large backfill, file rounds are also handed to worker processes. Files just
         appended to come first (``_queue_appended``) and are committed together before
         anything else is read or committed: a live line never waits for a backfill's
-        batch; and new appends during the round end it, so they go first in the next."""
+        batch. Between any two pieces of backfill work (a round read here, a batch or a
+        worker's piece committed) the loop looks for new appends, and goes back to
+        take them first (``LivePriority``): a batch read here is then carried,
+        uncommitted, to be committed right after them."""
         ingestor = self.components.ingestor
-        self.backfill.begin_round(self.pending, self.backlog_bytes, ingestor)
+        with self.timer.step("begin_round"):
+            self.backfill.begin_round(self.pending, self.backlog_bytes, ingestor)
         batch = Batch()
         deadline = time.monotonic() + self.cfg.batch_max_delay
         urgent, self._urgent = self._urgent, set()
-        budget, max_events = self._round_budget()
+        carry, self._carry = self._carry, None
+        if carry is not None and not urgent.isdisjoint(carry.cursors):
+            # An appended file whose backfill events are not committed yet: its cursor
+            # here is past them, so they are committed before it is read again.
+            committed = self._commit(carry, "backfill")
+            carry = None
+            if not committed:
+                return
+        budget, max_events = self.priority.budget(time.monotonic())
         self.backfill.budget_bytes = budget  # the workers' rounds too
+        self.backfill.unit_events = max_events  # a worker's pieces per commit
         for path in list(self.pending):
             if self.stop_event.is_set():
                 break
@@ -803,27 +815,46 @@ class Daemon:
                 continue
             if urgent and path not in urgent:
                 urgent = set()
-                committed = self._commit(batch)  # the appends, on their own
+                committed = self._commit(batch, "appends")  # the appends, on their own
                 batch = Batch()
                 deadline = time.monotonic() + self.cfg.batch_max_delay
                 if not committed:
                     break  # the disk is full: wait (the loop) before reading more
             if not urgent:
-                if self.dirty and time.monotonic() - self._progress_at < BACKFILL_PROGRESS_S:
+                if carry is not None:
+                    # The backfill batch the appends went ahead of: before anything of
+                    # the backlog is read or placed again.
+                    committed = self._commit(carry, "backfill")
+                    carry = None
+                    if not committed:
+                        break
+                if self._appends_wait():
                     break  # fresh appends: the next round takes them first
-                collected = self.backfill.rounds_in_workers
-                self.backfill.collect()  # may finish (and un-queue) files of this list
-                if self.backfill.rounds_in_workers != collected:
-                    self._progress_at = time.monotonic()
+                with self.timer.step("collect"):  # may finish (un-queue) files of this list
+                    self.backfill.collect(stop=self._appends_wait)
+                if self._appends_wait():
+                    break
             spec = self.pending.get(path)
             mine = path in urgent and not self.backfill.holds(path)
-            if spec is None or not (mine or self.backfill.place(spec, ingestor)):
+            if spec is None:
                 continue
-            if mine:  # the appended file itself: a whole round, committed at once
-                rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES)
+            if not mine:
+                with self.timer.step("place"):
+                    placed = self.backfill.place(spec, ingestor)
+                if not placed:
+                    continue
+            if mine:  # the appended file itself: a round, committed with the appends
+                # (while catching up, a file with a backlog of its own reads a batch of
+                # it, then backfills: the other files' appends do not wait for all of it)
+                rnd = ingestor.ingest(spec, batch, FILE_BUDGET_BYTES, max_events=(
+                    None if self._initial_done else max_events))
             else:
-                rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__)
-                self._progress_at = time.monotonic()
+                with self.timer.step("backfill_round", path=path) as step:
+                    # At most a batch: a round of tiny lines is not one huge commit.
+                    rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__,
+                                          max(1, max_events - len(batch.events)))
+                    step["bytes"] = rnd.bytes
+                self._progressed()
             if rnd.retry_after is not None:
                 # Locked by its writer: try again soon, without holding up the loop.
                 self.pending.pop(path, None)
@@ -833,14 +864,27 @@ class Daemon:
             if urgent:
                 continue
             if len(batch.events) >= max_events or time.monotonic() >= deadline:
-                committed = self._commit(batch)
+                if self._appends_wait() and not self.stop_event.is_set():
+                    break  # committed after the appends (the end of this round)
+                committed = self._commit(batch, "backfill")
                 batch = Batch()
                 deadline = time.monotonic() + self.cfg.batch_max_delay
                 self.notifier.watchdog_if_due()
                 if not committed:
                     break  # the disk is full: wait (the loop) before reading more
-        self._commit(batch)
-        self.backfill.end_round(self.pending, stopping=self.stop_event.is_set())
+        if urgent:  # only appends were read (a failed commit put them back in the queue)
+            self._commit(batch, "appends")
+            batch = Batch()
+        if carry is not None:  # only appends were read: the carried batch goes now
+            self._commit(carry, "backfill")
+        if not batch.empty():
+            if self._appends_wait() and not self.stop_event.is_set():
+                self._carry = batch  # after the appends, at the start of the next round
+            else:
+                self._commit(batch, "backfill")
+        with self.timer.step("end_round"):
+            self.backfill.end_round(self.pending, stopping=self.stop_event.is_set(),
+                                    stop=self._appends_wait)
 
     def _account(self, path: str, rnd: FileRound) -> None:
         self.progress.bytes_done += rnd.bytes
@@ -860,14 +904,16 @@ class Daemon:
         if rnd.gone:
             log.info("source_gone", path=path)
 
-    def _commit_worker_round(self, done: WorkerRound) -> None:
-        """A round a worker finished: its batch is committed with the cursor it
-        advanced, which replaces this thread's copy."""
+    def _commit_worker_round(self, done: WorkerRound) -> bool:
+        """A round a worker finished (or a piece of it): its batch is committed with the
+        cursor it advanced, which replaces this thread's copy."""
         self.components.ingestor.cursors[done.path] = done.cursor
-        if self._commit(done.batch):
-            self._account(done.path, done.round)
+        if not self._commit(done.batch, "worker"):
+            return False
+        self._account(done.path, done.round)
+        return True
 
-    def _commit(self, batch: Batch) -> bool:
+    def _commit(self, batch: Batch, what: str = "backfill") -> bool:
         """Commit on the ingest thread. (A committer thread was measured: with the GIL
         handed back and forth on every row it was slower and held more batches in
         memory; see docs/performance.md.) False when the store refused it (disk full):
@@ -879,14 +925,15 @@ class Daemon:
             if hook and os.path.exists(hook):
                 raise apsw.FullError("database or disk is full (test hook)")
             with self.timer.step("commit", events=len(batch.events) + len(batch.rows),
-                                 files=len(batch.cursors)) as step:
-                inserted = self.components.store.commit(batch)
-                step["checkpoint_ms"] = self.components.store.checkpoint_ms
+                                 files=len(batch.cursors), what=what):
+                # The WAL's checkpoint after the publish below (_check_wal).
+                inserted = self.components.store.commit(batch, check_wal=False)
         except STORE_WRITE_ERRORS as exc:
             self._commit_failed(batch, exc)
             return False
         self.store_errors.succeeded()
-        self._wal_committed()
+        if what != "appends":
+            self._progressed()  # the backlog moved: appends that wait now go first
         sink = self.components.sink
         if sink is not None:
             sink.notify()
@@ -896,7 +943,28 @@ class Daemon:
         if inserted and self.hub.count():
             with self.timer.step("publish"):
                 self.hub.publish(inserted.rows())
+        self._check_wal()
+        self._wal_committed()  # the checkpointer after the writer's own checkpoint
         return True
+
+    def _check_wal(self) -> None:
+        """The WAL's bound (a RESTART checkpoint once it holds a quarter of it, on this
+        thread: schema.WalBound), after the commit's events are published, and put off
+        while a live append waits (up to schema.WAL_FORCE_PAGES): it runs after a later
+        commit with none waiting. On a loaded disk it took 30-320 ms."""
+        store = self.components.store
+        if not store.wal_due:
+            return
+        checkpointer = self.components.checkpointer
+        if store.wal_pages < schema.WAL_FORCE_PAGES and (
+            self.dirty or self._urgent or (checkpointer is not None and checkpointer.running)
+        ):
+            return
+        try:
+            with self.timer.step("wal_checkpoint", pages=store.wal_pages):
+                store.check_wal()
+        except STORE_WRITE_ERRORS as exc:  # the frames stay in the WAL: next time
+            log.warning("wal_checkpoint_failed", error=type(exc).__name__)
 
     def _commit_failed(self, batch: Batch, exc: BaseException) -> None:
         """The transaction rolled back: the batch's files go back to their committed
@@ -946,7 +1014,8 @@ class Daemon:
         return max(lag, self.progress.bytes_total - self.progress.bytes_done)
 
     def state(self) -> str:
-        return "live" if self._initial_done and not self.pending else "catching_up"
+        return ("live" if self._initial_done and not self.pending and self._carry is None
+                else "catching_up")
 
     def status(self, reader: Reader) -> dict[str, Any]:
         migration = self.migration
@@ -1054,6 +1123,9 @@ class Daemon:
     def shutdown(self) -> None:
         self.notifier.stopping(status="stopping")
         parts = self.components
+        if self._carry is not None:  # a backfill batch read but not committed yet
+            carry, self._carry = self._carry, None
+            self._commit(carry)
         # Rounds in a worker's hands are small (one file round): commit them too.
         self.backfill.close(parts.ingestor)
         parts.watcher.stop()

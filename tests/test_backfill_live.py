@@ -81,3 +81,79 @@ def test_an_append_during_a_backfill_is_committed_ahead_of_the_backlog(
     first = d.call("search.query", {"q": "the first prompt", "session": f"claude-code:{SID}"})
     assert sorted(h["kind"] for h in first["hits"]) == ["prompt", "title"]  # its title too
     assert "memory_released" in d.log()
+
+
+def _big_rounds_home(tmp_path: Path, files: int, lines: int) -> tuple[Path, Path]:
+    """Files of tiny prompts, each over a 4 MiB round: a worker's round of one is
+    tens of thousands of events."""
+    import orjson
+
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-big-rounds"
+    proj.mkdir(parents=True)
+    for f in range(files):
+        sid = f"{f:08d}-1111-4111-8111-111111111111"
+        with (proj / f"{sid}.jsonl").open("wb") as fh:
+            for n in range(lines):
+                fh.write(orjson.dumps({
+                    "type": "user", "sessionId": sid, "uuid": f"u{f}-{n}",
+                    "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/work/proj",
+                    "message": {"role": "user", "content": f"prompt {n} of file {f}"},
+                }) + b"\n")
+    live = home / ".claude" / "projects" / "-zz-live" / f"{SID}.jsonl"
+    live.parent.mkdir(parents=True)
+    live.write_bytes(claude_line("live-0", text="the first prompt"))
+    return home, live
+
+
+def test_appends_wait_for_a_piece_of_the_backfill_not_a_workers_round(
+    tmp_path: Path, daemon_factory: DaemonFactory
+) -> None:
+    """With a worker reading rounds of 4 MiB of tiny lines (about 24,000 events each,
+    a commit of seconds), each append during the backfill reaches a subscriber after
+    at most a piece of it: the worker's rounds come back in pieces, committed a few at
+    a time with a look for appends between, and a batch read here waits for the
+    appends. (Before, an append waited for every finished round committed whole:
+    24,000 events and more in front of it.)"""
+    home, live = _big_rounds_home(tmp_path, files=6, lines=40_000)
+    d = daemon_factory(
+        home,
+        AGENTSRC_WORKERS="1",
+        AGENTSRC_WORKER_MIN_BACKLOG="1",
+        AGENTSRC_SEARCH_DEFER_MIN_BACKLOG="1",
+    ).start()
+    wait_for(lambda: d.call("status")["events"] > 30_000, timeout=300, interval=0.05)
+    arrived: dict[str, float] = {}
+    ids: dict[str, int] = {}
+    subscribed = threading.Event()
+
+    def listen() -> None:
+        with d.client() as c:
+            for msg in c.subscribe({"kinds": ["prompt"]}):
+                if msg["method"] == "subscribed":
+                    subscribed.set()
+                elif msg["method"] == "event" and msg["params"].get("text", "").startswith(TOKEN):
+                    arrived[msg["params"]["text"]] = time.monotonic()
+                    ids[msg["params"]["text"]] = msg["params"]["id"]
+
+    threading.Thread(target=listen, daemon=True).start()
+    assert subscribed.wait(30)
+    between: list[int] = []
+    took: list[float] = []
+    for n in range(5):
+        before = d.call("status")
+        assert before["state"] == "catching_up"
+        token = f"{TOKEN}{n}"
+        written = time.monotonic()
+        with live.open("ab") as fh:
+            fh.write(claude_line(f"live-{n + 1}", text=token))
+        wait_for(lambda t=token: t in arrived, timeout=120, interval=0.005)
+        took.append(arrived[token] - written)
+        # Events are numbered in commit order: the ones committed between the status
+        # asked before the write and the append's own.
+        between.append(ids[token] - before["events"])
+        time.sleep(0.3)
+    # A piece is at most a batch (2,000 events; 250 once appends come in) of the worker's
+    # pieces or of this thread's reading, and the batch under way when the append came.
+    assert max(between) < 8_000, (between, took)
+    assert d.call("status")["state"] == "catching_up", (between, took)

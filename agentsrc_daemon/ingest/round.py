@@ -273,13 +273,15 @@ class Ingestor:
         batch: Batch,
         budget_bytes: int,
         stop: Callable[[], bool] | None = None,
+        max_events: int | None = None,
     ) -> FileRound:
         """One round of a source. A JSONL round ends early, after a line, once ``stop()``
-        says so."""
+        says so or once its lines gave ``max_events`` events (so a round of tiny lines
+        is not one commit of tens of thousands)."""
         cursor = self.cursor_for(spec)
         self.load_state(cursor)  # read and decoded only for files read
         if spec.mode == sources.JSONL:
-            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes, stop)
+            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes, stop, max_events)
         elif spec.mode == sources.DOCUMENT:
             rnd = self._ingest_document(spec, cursor, batch)
         elif spec.mode == sources.SQLITE:
@@ -304,11 +306,18 @@ class Ingestor:
         batch: Batch,
         budget: int,
         stop: Callable[[], bool] | None = None,
+        max_events: int | None = None,
     ) -> FileRound:
         adapter = self.adapters[spec.adapter]
         rnd = FileRound(spec.path)
         start_offset = cursor.offset
         produced: list[Event] = []
+        if max_events is not None:
+            asked = stop
+
+            def stop() -> bool:
+                return len(produced) >= max_events or (asked is not None and asked())
+
         sessions_seen: set[str] = set()
         side: list[Record] = []  # the sidecar's records, routed after the lines'
         titled = False

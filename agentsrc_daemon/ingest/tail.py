@@ -241,7 +241,7 @@ class _LineReader:
 
     def run(self) -> None:
         # A budget under a chunk reads in pieces of its size: a small round (while
-        # appends wait, see daemon._round_budget) parses about that much, not a chunk.
+        # appends wait, see ingest/priority.py) parses about that much, not a chunk.
         want = min(CHUNK_BYTES, max(self.budget, 1))
         while not (self.line_consumed and self.read_total >= self.budget):
             chunk = os.pread(self.fd, want, self.window.end)

@@ -24,6 +24,7 @@ from .. import lean_imports
 # own (lean_imports.py). In the daemon, structlog is already imported and this is a no-op.
 lean_imports.import_structlog()
 
+import dataclasses  # noqa: E402
 import multiprocessing  # noqa: E402
 import os  # noqa: E402
 from collections.abc import Callable, Collection  # noqa: E402
@@ -31,6 +32,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
+import orjson  # noqa: E402
 import structlog  # noqa: E402
 
 from ..config import Config  # noqa: E402
@@ -38,6 +40,7 @@ from ..store import Batch, prepare  # noqa: E402
 from ..system.memory import release_freed_memory  # noqa: E402
 from . import sources  # noqa: E402
 from .cursor import Cursor  # noqa: E402
+from .priority import LIVE_BATCH_EVENTS, LIVE_ROUND_BUDGET_BYTES  # noqa: E402
 from .round import FileRound, Ingestor  # noqa: E402
 
 log = structlog.get_logger("agentsrc.workers")
@@ -51,8 +54,14 @@ MAIN_SHARE_INVERSE = 2
 # How long the daemon's thread waits for a worker's round at a time: short, so an append
 # (which the thread notices between waits) is not held up behind it.
 WAIT_S = 0.02
+# ... in slices this long, between which it looks for an append (BackfillScheduler.interrupt).
+WAIT_SLICE_S = 0.004
 # Which source modes a worker reads (not databases: see place()).
 WORKER_MODES = frozenset({sources.JSONL, sources.DOCUMENT, sources.MEMORY})
+# A worker's round comes back in pieces of this many bytes (or lines giving this many
+# events, for rounds of tiny lines), each committable on its own.
+PIECE_BYTES = LIVE_ROUND_BUDGET_BYTES
+PIECE_EVENTS = LIVE_BATCH_EVENTS
 
 
 def min_backlog_bytes() -> int:
@@ -105,15 +114,42 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+Piece = tuple[Batch, FileRound, Cursor]
+
+
 def _ingest_round(
-    spec: sources.SourceSpec, cursor: Cursor, budget: int
-) -> tuple[Batch, FileRound, Cursor]:
+    spec: sources.SourceSpec, cursor: Cursor, budget: int, piece_bytes: int, piece_events: int
+) -> list[Piece]:
+    """One round of ``budget`` bytes, read as pieces of ``piece_bytes`` (or of lines
+    giving ``piece_events`` events), each with the cursor after it: the daemon may
+    commit them one by one (a live append then waits for one piece's commit, not the
+    round's) or together."""
     assert _worker_ingestor is not None, "worker not initialised"
     _worker_ingestor.cursors = {spec.path: cursor}
-    batch = Batch()
-    rnd = _worker_ingestor.ingest(spec, batch, budget)
-    prepare(batch)  # hashing and JSON encoding also happen off the daemon's thread
-    return batch, rnd, cursor
+    pieces: list[Piece] = []
+    read = 0
+    while True:
+        batch = Batch()
+        rnd = _worker_ingestor.ingest(spec, batch, max(1, min(piece_bytes, budget - read)),
+                                      max_events=piece_events)
+        prepare(batch)  # hashing and JSON encoding also happen off the daemon's thread
+        read += rnd.bytes
+        last = not rnd.more or rnd.deferred or rnd.gone or rnd.bytes == 0 or read >= budget
+        pieces.append((batch, rnd, cursor if last else snapshot(cursor)))
+        if last:
+            return pieces
+
+
+def snapshot(cursor: Cursor) -> Cursor:
+    """A copy of the cursor as it is now, for a piece committed before the next is read
+    (the state as JSON: decoded only if the daemon reads the file itself next)."""
+    state = cursor.load_state()
+    return dataclasses.replace(
+        cursor,
+        state=None,
+        state_json=orjson.dumps(state) if state is not None else None,
+        skipped=dict(cursor.skipped),
+    )
 
 
 def worker_count() -> int:
@@ -128,13 +164,30 @@ def worker_count() -> int:
 
 @dataclass(slots=True)
 class WorkerRound:
-    """A file round a worker finished: its batch (prepared for the store) and the
-    cursor it advanced, to be committed together."""
+    """A file round a worker finished, or a piece of one: its batch (prepared for the
+    store) and the cursor it advanced, to be committed together."""
 
     path: str
     batch: Batch
     round: FileRound
     cursor: Cursor
+
+
+def merged(pieces: list[WorkerRound]) -> WorkerRound:
+    """Consecutive pieces of one file's round as one commit: the batches together, the
+    last cursor, the bytes summed and the round's end (more, gone, deferred) the last's."""
+    first, last = pieces[0], pieces[-1]
+    if len(pieces) == 1:
+        return first
+    batch = Batch()
+    for p in pieces:
+        batch.merge(p.batch)
+    rnd = dataclasses.replace(
+        last.round,
+        bytes=sum(p.round.bytes for p in pieces),
+        reset=next((p.round.reset for p in pieces if p.round.reset), None),
+    )
+    return WorkerRound(first.path, batch, rnd, last.cursor)
 
 
 class BackfillPool:
@@ -149,42 +202,49 @@ class BackfillPool:
             initializer=_init_worker,
             initargs=(cfg, log_level, json_logs),
         )
-        self.in_flight: dict[str, Future[tuple[Batch, FileRound, Cursor]]] = {}
+        self.in_flight: dict[str, Future[list[Piece]]] = {}
         self.broken = False
 
-    @property
-    def has_room(self) -> bool:
-        return not self.broken and len(self.in_flight) < self.size * IN_FLIGHT_PER_WORKER
+    def has_room(self, held: int = 0) -> bool:
+        """Room for another round, with ``held`` finished rounds not committed yet."""
+        return not self.broken and len(self.in_flight) + held < self.size * IN_FLIGHT_PER_WORKER
 
     def submit(self, spec: sources.SourceSpec, cursor: Cursor, budget: int) -> bool:
-        if not self.has_room:
+        if not self.has_room():
             return False
         try:
-            self.in_flight[spec.path] = self._executor.submit(_ingest_round, spec, cursor, budget)
+            self.in_flight[spec.path] = self._executor.submit(
+                _ingest_round, spec, cursor, budget, PIECE_BYTES, PIECE_EVENTS
+            )
         except (BrokenProcessPool, RuntimeError) as exc:
             self._broke(exc)
             return False
         return True
 
-    def done(self, wait: bool = False) -> list[WorkerRound]:
-        """The rounds finished (all of them with ``wait``). A round whose worker died is
-        dropped: its file stays pending and is read again in the daemon's own thread."""
-        out: list[WorkerRound] = []
+    def done(self, wait: bool = False) -> list[list[WorkerRound]]:
+        """The rounds finished (all of them with ``wait``), each as its pieces. A round
+        whose worker died is dropped: its file stays pending and is read again in the
+        daemon's own thread."""
+        out: list[list[WorkerRound]] = []
         for path, fut in list(self.in_flight.items()):
             if not (wait or fut.done()):
                 continue
             del self.in_flight[path]
             try:
-                batch, rnd, cursor = fut.result()
+                pieces = fut.result()
             except Exception as exc:  # a dead worker: the daemon reads it itself
                 self._broke(exc)
                 continue
-            out.append(WorkerRound(path, batch, rnd, cursor))
+            out.append([WorkerRound(path, *piece) for piece in pieces])
         return out
 
-    def wait_any(self, timeout: float) -> None:
-        if self.in_flight:
-            wait(list(self.in_flight.values()), timeout=timeout, return_when=FIRST_COMPLETED)
+    def wait_any(self, timeout: float) -> bool:
+        """Wait until a round is finished, at most ``timeout``: whether one is (or
+        none is in flight)."""
+        if not self.in_flight:
+            return True
+        done, _ = wait(list(self.in_flight.values()), timeout=timeout, return_when=FIRST_COMPLETED)
+        return bool(done)
 
     def _broke(self, exc: BaseException) -> None:
         if not self.broken:
@@ -200,7 +260,13 @@ class BackfillScheduler:
     a worker process, or nobody yet. The daemon's loop calls ``begin_round``, then
     ``collect`` and ``place`` for each pending file, then ``end_round``; ``close`` when
     nothing is pending. Finished worker rounds go to ``commit_round`` (the daemon's:
-    it commits every batch itself).
+    it commits every batch itself, and says whether the store took it).
+
+    A finished round comes back in pieces (PIECE_BYTES each, with the cursor after
+    each), committed a few together: up to ``unit_events`` events (the daemon's batch
+    size, small while live appends come in), and ``collect`` stops between two commits
+    once the daemon says an append waits. A file whose pieces are not all committed is
+    held (not placed again) until they are.
 
     The pool is started once per daemon life, for a backlog of at least
     ``min_backlog_bytes()``, and closed when its work is done; without it every file is
@@ -212,7 +278,7 @@ class BackfillScheduler:
     def __init__(
         self,
         cfg: Config,
-        commit_round: Callable[[WorkerRound], None],
+        commit_round: Callable[[WorkerRound], bool],
         *,
         budget_bytes: int,
         log_level: str = "info",
@@ -231,8 +297,15 @@ class BackfillScheduler:
         self.pool: BackfillPool | None = None
         self._pool_used = False
         self.deferred: set[str] = set()  # files waiting for the workers to finish
+        # Finished rounds' pieces not committed yet, by file, in the order they finished.
+        self.ready: dict[str, list[WorkerRound]] = {}
+        # A commit takes a round's consecutive pieces up to this many events (at least
+        # one piece): the daemon's batch size, small while live appends come in.
+        self.unit_events = cfg.batch_max_events
         self.rounds_here = 0
         self.rounds_in_workers = 0
+        # Says True when a live append waits: a wait for the workers ends early.
+        self.interrupt: Callable[[], bool] | None = None
 
     def begin_round(
         self, pending: Collection[str], backlog_bytes: Callable[[], int], ingestor: Ingestor
@@ -241,7 +314,7 @@ class BackfillScheduler:
         it once it has nothing in hand and nothing it may take."""
         if self.pool is not None:
             takeable = not self.pool.broken and any(p not in self.deferred for p in pending)
-            if not (self.pool.in_flight or takeable):
+            if not (self.pool.in_flight or self.ready or takeable):
                 self.close(ingestor)
             return
         if not self._pool_used and self.enabled and backlog_bytes() >= min_backlog_bytes():
@@ -250,13 +323,35 @@ class BackfillScheduler:
             ingestor.defer_big_lines = True
             log.info("backfill_workers", workers=self.pool.size)
 
-    def collect(self, wait: bool = False) -> None:
-        """Hand the rounds the workers finished to ``commit_round``."""
+    def collect(self, wait: bool = False, stop: Callable[[], bool] | None = None) -> bool:
+        """Commit what the workers finished (``commit_round``): with ``stop``, after the
+        first commit only while it says False (a live append waits: the rest stay, for
+        the next look). Whether anything was committed."""
         if self.pool is None:
-            return
-        for done in self.pool.done(wait=wait):
+            return False
+        for pieces in self.pool.done(wait=wait):
             self.rounds_in_workers += 1
-            self.commit_round(done)
+            self.ready[pieces[0].path] = pieces
+        committed = False
+        while self.ready:
+            if committed and stop is not None and stop():
+                break
+            path, pieces = next(iter(self.ready.items()))
+            take, events = 1, len(pieces[0].batch.rows)
+            while take < len(pieces) and events + len(pieces[take].batch.rows) <= self.unit_events:
+                events += len(pieces[take].batch.rows)
+                take += 1
+            unit = merged(pieces[:take])
+            del pieces[:take]
+            if not pieces:
+                del self.ready[path]
+            committed = True
+            if not self.commit_round(unit):
+                # Refused (the disk full): the file goes back to its committed cursor,
+                # so the rest of its round is read again; the loop waits to retry.
+                self.ready.pop(path, None)
+                break
+        return committed
 
     def place(self, spec: sources.SourceSpec, ingestor: Ingestor) -> bool:
         """True when the daemon's thread reads this file now. False when a worker has
@@ -271,32 +366,53 @@ class BackfillScheduler:
             self.rounds_here += 1
             return True
         if pool is not None:
-            if spec.path in pool.in_flight or spec.path in self.deferred:
+            if self.holds(spec.path):
                 return False
             cursor = ingestor.cursor_for(spec)
             ingestor.load_state(cursor)  # the worker has no store to read it from
-            if pool.has_room and pool.submit(spec, cursor, self.budget_bytes):
+            if pool.has_room(len(self.ready)) and pool.submit(spec, cursor, self.budget_bytes):
                 return False
             worker_rounds = self.rounds_in_workers + len(pool.in_flight)
             if self.rounds_here * MAIN_SHARE_INVERSE > worker_rounds * pool.size:
-                pool.wait_any(timeout=WAIT_S)
+                self._wait_any(self.interrupt)
                 return False
         self.rounds_here += 1
         return True
 
     def holds(self, path: str) -> bool:
-        """A worker has a round of this file, or it waits for the workers to finish."""
-        return self.pool is not None and (path in self.pool.in_flight or path in self.deferred)
+        """A worker has a round of this file (or its pieces wait to be committed), or it
+        waits for the workers to finish."""
+        return self.pool is not None and (
+            path in self.pool.in_flight or path in self.ready or path in self.deferred
+        )
 
-    def end_round(self, pending: Collection[str], stopping: bool) -> None:
-        """After a round: collect what the workers finished (all of it when stopping)."""
+    def end_round(
+        self, pending: Collection[str], stopping: bool, stop: Callable[[], bool] | None = None
+    ) -> None:
+        """After a round: collect what the workers finished (all of it when stopping;
+        with ``stop``, see ``collect``)."""
         if self.pool is None:
             return
-        if stopping or all(p in self.pool.in_flight or p in self.deferred for p in pending):
+        if stopping or all(self.holds(p) for p in pending):
             # Nothing left for the daemon's thread: wait for the workers (briefly, so
             # the loop still pings the watchdog and notices file events).
-            self.pool.wait_any(timeout=WAIT_S)
-        self.collect(wait=stopping)
+            self._wait_any(None if stopping else stop)
+        if stopping:
+            self.collect(wait=True)
+        elif stop is None or not stop():
+            self.collect(stop=stop)
+
+    def _wait_any(self, stop: Callable[[], bool] | None) -> None:
+        """Wait up to WAIT_S for a worker's round, in slices of WAIT_SLICE_S that end
+        early once ``stop`` says so (a live append came in)."""
+        assert self.pool is not None
+        if self.ready:
+            return  # pieces to commit already
+        waited = 0.0
+        while waited < WAIT_S and not (stop is not None and stop()):
+            if self.pool.wait_any(timeout=WAIT_SLICE_S):
+                return
+            waited += WAIT_SLICE_S
 
     def defer(self, path: str) -> None:
         """A line over BIG_LINE_BYTES comes next in this file: it waits for the pool to
@@ -312,6 +428,7 @@ class BackfillScheduler:
         ingestor.defer_big_lines = False
         big_lines_next = bool(self.deferred)
         self.deferred.clear()
+        self.ready.clear()  # only what a refused commit left: read again from the store's cursor
         log.info(
             "backfill_workers_done",
             rounds_in_workers=self.rounds_in_workers,

@@ -100,6 +100,22 @@ class Batch:
             or self.gone_documents
         )
 
+    def merge(self, later: Batch) -> None:
+        """Add a later batch of the same files (a worker's round read in pieces):
+        one commit of both is the commit of each in turn, the later cursors winning."""
+        self.events += later.events
+        self.rows += later.rows
+        self.sessions += later.sessions
+        self.turns += later.turns
+        self.drift += later.drift
+        self.spawns += later.spawns
+        self.cursors.update(later.cursors)
+        self.documents += later.documents
+        self.gone_documents += later.gone_documents
+        self.session_sources |= later.session_sources
+        for sid, root in later.project_roots.items():
+            self.project_roots.setdefault(sid, root)  # the first root found wins, as in a round
+
     def __getstate__(self) -> dict[str, Any]:
         """A backfill worker returns its batch pickled: the rows go as plain tuples."""
         state = {f.name: getattr(self, f.name) for f in fields(self)}

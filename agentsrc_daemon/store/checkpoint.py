@@ -45,6 +45,9 @@ class Checkpointer:
         self.checkpoints = 0  # completed (every frame copied), for tests and status
         self.busy = 0  # found another checkpoint running, or readers in the way
         self.last_ms = 0.0
+        # A checkpoint is running now: a RESTART by the writer would wait for it (on
+        # SQLite's checkpoint lock) instead of finding its frames copied after it.
+        self.running = False
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="agentsrc-checkpoint", daemon=True)
@@ -69,7 +72,11 @@ class Checkpointer:
                 if self._stop.is_set():
                     return
                 self._wake.clear()
-                self._checkpoint(conn)
+                self.running = True
+                try:
+                    self._checkpoint(conn)
+                finally:
+                    self.running = False
                 # Commits during the checkpoint set the event again: the next one runs
                 # after the pause, so a stream of appends costs a checkpoint per pause.
                 if self._stop.wait(self.interval_s):

@@ -24,6 +24,9 @@ PAGE_SIZE = 16384
 # backfill with a reader always busy peaked at 59 MiB).
 WAL_LIMIT_BYTES = 64 * 1024 * 1024
 WAL_CHECKPOINT_PAGES = WAL_LIMIT_BYTES // 4 // PAGE_SIZE
+# The ingest loop puts that checkpoint off while a live append waits for it (it runs
+# at the next commit with none waiting), but not past this: 3/8 of the bound.
+WAL_FORCE_PAGES = WAL_LIMIT_BYTES * 3 // 8 // PAGE_SIZE
 # How long a checkpoint waits for readers still on an older snapshot (then the next
 # commit tries again): readers are short transactions, and the writer must not stall.
 WAL_RESTART_BUSY_MS = 200
@@ -48,10 +51,14 @@ class WalBound:
         self.pages = pages
         return apsw.SQLITE_OK
 
+    @property
+    def due(self) -> bool:
+        return self.pages >= WAL_CHECKPOINT_PAGES
+
     def check(self, conn: apsw.Connection) -> None:
         """After a commit: checkpoint if the WAL holds a quarter of its bound."""
         self.last_ms = 0.0
-        if self.pages < WAL_CHECKPOINT_PAGES:
+        if not self.due:
             return
         t0 = time.perf_counter()
         if restart_checkpoint(conn):

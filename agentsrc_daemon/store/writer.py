@@ -157,8 +157,19 @@ class Store:
 
     @property
     def checkpoint_ms(self) -> float:
-        """The WAL checkpoint the last commit ran, in ms (0: none; see WalBound)."""
+        """The WAL checkpoint the last commit (or check_wal) ran, in ms (0: none; see
+        WalBound)."""
         return self._wal.last_ms
+
+    @property
+    def wal_due(self) -> bool:
+        """The WAL holds a quarter of its bound: the next ``check_wal`` checkpoints it."""
+        return self._wal.due
+
+    def check_wal(self) -> None:
+        """The WAL's bound kept after commits made with ``check_wal=False`` (the ingest
+        loop runs it after publishing, when no live append waits for it)."""
+        self._wal.check(self.conn)
 
     def truncate_wal(self) -> bool:
         """Checkpoint the whole WAL and truncate it to nothing (when idle). A reader in
@@ -299,12 +310,14 @@ class Store:
 
     # ---- the commit --------------------------------------------------------------
 
-    def commit(self, batch: Batch) -> Inserted:
+    def commit(self, batch: Batch, *, check_wal: bool = True) -> Inserted:
         """Commit a batch in one transaction. Returns what was newly inserted (not
         ignored as already known); ``Inserted.rows()`` shapes it for subscribers.
-        A full disk or an I/O error is raised as itself, the transaction rolled back."""
+        A full disk or an I/O error is raised as itself, the transaction rolled back.
+        Then the WAL's bound is kept (a checkpoint when due), unless ``check_wal`` is
+        False: the caller runs ``check_wal`` itself."""
         try:
-            return self._commit(batch)
+            inserted = self._commit(batch)
         except apsw.SQLError as exc:
             # SQLite may roll a transaction back by itself on SQLITE_FULL or SQLITE_IOERR
             # (sqlite.org/lang_transaction.html#response_to_errors_within_a_transaction):
@@ -314,6 +327,9 @@ class Store:
             if isinstance(cause, (apsw.FullError, apsw.IOError)) and self.conn.getautocommit():
                 raise cause from None
             raise
+        if check_wal:
+            self._wal.check(self.conn)
+        return inserted
 
     def _commit(self, batch: Batch) -> Inserted:
         if batch.events:
@@ -384,7 +400,6 @@ class Store:
                 )
             for cursor in batch.cursors.values():
                 self._save_cursor(cursor)
-        self._wal.check(self.conn)
         return inserted
 
     # ---- the search index (store/search.py) ----------------------------------------
