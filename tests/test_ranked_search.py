@@ -206,3 +206,25 @@ def test_sessions_search_lists_the_sessions_of_the_newest_hits(store: Store, tmp
         if not cursor:
             break
     assert seen == ["codex:z5", "codex:z4", "codex:z3", "codex:z2"]
+
+
+def test_recent_order_tells_the_rank_a_ranked_listing_gives(store: Store, tmp_path: Path) -> None:
+    """Newest first needs no score, but each hit tells one: bm25's under the cap, the
+    capped listing's estimate beyond it (bm25()'s idf pass counts every hit), the same
+    value the rank order gives that hit either way."""
+    _twelve(store)
+    # Other documents, so that needle's idf is not clamped (under half the rows).
+    commit(store, *[ev("prompt", f"other words {i}") for i in range(40)])
+    for cap in (1000, 5):
+        r = reader(tmp_path, cap)
+        recent = listing(r, "needle", order="recent")
+        assert [h["event_id"] for h in recent["hits"]] == list(range(12, 0, -1))
+        assert (recent["ranked_over"], recent["capped"]) == (None, False)
+        by_rank = dict(ranked(r, "needle"))
+        assert len(by_rank) == (12 if cap == 1000 else 5)
+        shared = {h["event_id"]: h["rank"] for h in recent["hits"] if h["event_id"] in by_rank}
+        assert shared == by_rank
+        if cap == 5:
+            # The estimate, not bm25: the values of the two scorings differ.
+            exact = dict(ranked(reader(tmp_path, 1000), "needle"))
+            assert all(shared[i] != exact[i] for i in shared)

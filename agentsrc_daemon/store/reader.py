@@ -623,7 +623,18 @@ class Reader:
         after: tuple[float, int] | None, limit: int,
     ) -> list[tuple[Any, ...]]:
         """Newest first: FTS5 reads the query's hits from the newest index row down,
-        joined as it goes, until the page is full."""
+        joined as it goes, until the page is full. The order needs no score; each hit's
+        ``rank`` is told all the same, by bm25() when the query has at most
+        ``search_candidates`` event hits, else by agentsrc_rank with estimated idfs (as a
+        capped ranked listing scores): bm25()'s idf pass alone counts every hit (13 ms
+        of a 14 ms page for a word with 225,000 hits at 10 million events)."""
+        n = self.search_candidates
+        nth = [int(r) for (r,) in self.conn.execute(
+            "SELECT rowid FROM search_index WHERE search_index MATCH ? AND rowid BETWEEN 1"
+            " AND ? ORDER BY rowid DESC LIMIT 2 OFFSET ?", (match, upto, n - 1))]
+        weights = estimate_weights(self.conn, match, upto, n, nth[0]) if len(nth) == 2 else None
+        now_jd = self._julianday(now)
+        score, score_args = self._score(weights, "COALESCE(e.ts, s.last_event_at)")
         where = Where()
         where.add("search_index MATCH ?", match)
         where.add("f.rowid <= ?", upto)
@@ -631,16 +642,14 @@ class Reader:
         inner = (
             "SELECT f.rowid AS rid, s.id AS sid, s.title AS title, s.agent AS agent,"
             f" COALESCE(e.kind, '{TITLE_KIND}') AS kind, COALESCE(e.ts, s.last_event_at) AS ts,"
-            " e.turn_id AS turn_id, e.tool AS tool, e.path AS path, e.data AS data,"
-            " -bm25(search_index) / (1.0 + MAX(0.0, julianday(?) - COALESCE(julianday("
-            " COALESCE(e.ts, s.last_event_at)), julianday(?) - 365)) / ?) AS score"
+            f" e.turn_id AS turn_id, e.tool AS tool, e.path AS path, e.data AS data, {score} AS score"
             " FROM search_index f"
             " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
             " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
             " JOIN sessions s ON s.id = COALESCE(e.session_id, t.session_id)"
             f"{where.sql()}"
         )
-        args: list[Any] = [now, now, RECENCY_DAYS, *where.args]
+        args: list[Any] = [*score_args, now_jd, now_jd, RECENCY_DAYS, *where.args]
         outer = "SELECT * FROM (" + inner + ")"
         if after is not None:
             outer += " WHERE rid < ?"
