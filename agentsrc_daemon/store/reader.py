@@ -253,25 +253,9 @@ class Reader:
         "tools": "tool_calls",
     }
 
-    def sessions(
-        self,
-        *,
-        agent: str | None = None,
-        limit: int = 50,
-        cwd: str | None = None,
-        project: str | None = None,
-        since_ts: str | None = None,
-        until_ts: str | None = None,
-        model: str | None = None,
-        search: str | None = None,
-        sort: str = "last",
-        after: tuple[Any, str] | None = None,
-    ) -> list[dict[str, Any]]:
-        """``sessions_listing``'s sessions (a first page's)."""
-        return list(self.sessions_listing(
-            agent=agent, limit=limit, cwd=cwd, project=project, since_ts=since_ts,
-            until_ts=until_ts, model=model, search=search, sort=sort, after=after,
-        )["sessions"])
+    def sessions(self, **filters: Any) -> list[dict[str, Any]]:
+        """The sessions of ``sessions_listing``'s first page (same filters)."""
+        return list(self.sessions_listing(**filters)["sessions"])
 
     def sessions_listing(
         self,
