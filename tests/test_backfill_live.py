@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,23 @@ from replicate import replicate
 pytestmark = pytest.mark.slow
 
 TOKEN = "appendedduringthebackfill"
+
+
+def _subscribe_prompts(d: Any, on_prompt: Callable[[dict[str, Any]], bool]) -> None:
+    """A subscriber to the daemon's prompts on a thread of its own, subscribed when this
+    returns; ``on_prompt`` gets each prompt event's params and ends it by returning True."""
+    subscribed = threading.Event()
+
+    def listen() -> None:
+        with d.client() as c:
+            for msg in c.subscribe({"kinds": ["prompt"]}):
+                if msg["method"] == "subscribed":
+                    subscribed.set()
+                elif msg["method"] == "event" and on_prompt(msg["params"]):
+                    return
+
+    threading.Thread(target=listen, daemon=True).start()
+    assert subscribed.wait(30)
 
 
 def _home(tmp_path: Path) -> tuple[Path, Path]:
@@ -45,20 +63,15 @@ def test_an_append_during_a_backfill_is_committed_ahead_of_the_backlog(
     ).start()
     wait_for(lambda: d.call("status")["events"] > 500, timeout=120, interval=0.01)
     seen: dict[str, Any] = {}
-    subscribed = threading.Event()
 
-    def listen() -> None:
-        with d.client() as c:
-            for msg in c.subscribe({"kinds": ["prompt"]}):
-                if msg["method"] == "subscribed":
-                    subscribed.set()
-                elif msg["method"] == "event" and msg["params"].get("text") == TOKEN:
-                    seen["after"] = time.monotonic() - seen["written"]
-                    seen["status"] = d.call("status")
-                    return
+    def on_prompt(params: dict[str, Any]) -> bool:
+        if params.get("text") != TOKEN:
+            return False
+        seen["after"] = time.monotonic() - seen["written"]
+        seen["status"] = d.call("status")
+        return True
 
-    threading.Thread(target=listen, daemon=True).start()
-    assert subscribed.wait(30)
+    _subscribe_prompts(d, on_prompt)
     before = d.call("status")
     assert before["state"] == "catching_up"
     seen["written"] = time.monotonic()
@@ -125,19 +138,14 @@ def test_appends_wait_for_a_piece_of_the_backfill_not_a_workers_round(
     wait_for(lambda: d.call("status")["events"] > 30_000, timeout=300, interval=0.05)
     arrived: dict[str, float] = {}
     ids: dict[str, int] = {}
-    subscribed = threading.Event()
 
-    def listen() -> None:
-        with d.client() as c:
-            for msg in c.subscribe({"kinds": ["prompt"]}):
-                if msg["method"] == "subscribed":
-                    subscribed.set()
-                elif msg["method"] == "event" and msg["params"].get("text", "").startswith(TOKEN):
-                    arrived[msg["params"]["text"]] = time.monotonic()
-                    ids[msg["params"]["text"]] = msg["params"]["id"]
+    def on_prompt(params: dict[str, Any]) -> bool:
+        if params.get("text", "").startswith(TOKEN):
+            arrived[params["text"]] = time.monotonic()
+            ids[params["text"]] = params["id"]
+        return False
 
-    threading.Thread(target=listen, daemon=True).start()
-    assert subscribed.wait(30)
+    _subscribe_prompts(d, on_prompt)
     between: list[int] = []
     took: list[float] = []
     for n in range(5):
