@@ -602,6 +602,14 @@ class Reader:
     search_candidates = SEARCH_CANDIDATES
     search_title_candidates = SEARCH_TITLE_CANDIDATES
 
+    def _nth_event_hits(self, match: str, upto: int, n: int) -> list[int]:
+        """The index rowids of the query's n-th and (n+1)-th newest event hits up to
+        ``upto``, as many as exist: two when it has more than n. Index rows alone, no
+        join: a walk of n + 1 rowids."""
+        return [int(r) for (r,) in self.conn.execute(
+            "SELECT rowid FROM search_index WHERE search_index MATCH ? AND rowid BETWEEN 1"
+            " AND ? ORDER BY rowid DESC LIMIT 2 OFFSET ?", (match, upto, n - 1))]
+
     def _search_recent(
         self, match: str, filters: _SearchFilters, upto: int, now: str,
         after: tuple[float, int] | None, limit: int,
@@ -613,9 +621,7 @@ class Reader:
         capped ranked listing scores): bm25()'s idf pass alone counts every hit (13 ms
         of a 14 ms page for a word with 225,000 hits at 10 million events)."""
         n = self.search_candidates
-        nth = [int(r) for (r,) in self.conn.execute(
-            "SELECT rowid FROM search_index WHERE search_index MATCH ? AND rowid BETWEEN 1"
-            " AND ? ORDER BY rowid DESC LIMIT 2 OFFSET ?", (match, upto, n - 1))]
+        nth = self._nth_event_hits(match, upto, n)
         weights = estimate_weights(self.conn, match, upto, n, nth[0]) if len(nth) == 2 else None
         now_jd = self._julianday(now)
         score, score_args = self._score(weights, "COALESCE(e.ts, s.last_event_at)")
@@ -655,10 +661,7 @@ class Reader:
         if first:
             # Does the index hold more than the cap of either kind of hit? Index rows
             # alone, no join: a walk of n + 1 rowids (the n-th and the one after).
-            nth = [int(r) for (r,) in self.conn.execute(
-                "SELECT rowid FROM search_index WHERE search_index MATCH ? AND rowid BETWEEN 1"
-                " AND ? ORDER BY rowid DESC LIMIT 2 OFFSET ?", (match, upto, n - 1))
-            ] if events_on else []
+            nth = self._nth_event_hits(match, upto, n) if events_on else []
             big = len(nth) == 2 or (titles_on and self.conn.execute(
                 "SELECT 1 FROM search_index WHERE search_index MATCH ? AND rowid < 0"
                 " ORDER BY rowid LIMIT 1 OFFSET ?", (match, nt)).fetchone() is not None)
