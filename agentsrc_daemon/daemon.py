@@ -38,7 +38,7 @@ from .rpc import methods as rpc
 from .rpc.transport import Handler, Hub, Server
 from .store import Batch, Reader, Store, schema
 from .store import sink as sink_store
-from .store.checkpoint import CHECKPOINT_MIN_PAGES, Checkpointer
+from .store.checkpoint import CHECKPOINT_HURRY_PAGES, CHECKPOINT_MIN_PAGES, Checkpointer
 from .store.writer import SEARCH_CHUNK_IDS
 from .system.memory import freeze_heap, limit_arenas, release_freed_memory, rss_bytes
 from .system.notify import Notifier
@@ -46,6 +46,11 @@ from .system.notify import Notifier
 log = structlog.get_logger("agentsrc.daemon")
 
 ROOT_CHECK_INTERVAL_S = 2.0
+# Steps of merging owed by the search index's writes (store/search_merge.py) with no
+# quiet moment to run them: past this many a step follows each commit, so the debt stays
+# bounded under a stream that never pauses (FTS5's own automerge would have done four
+# steps' worth in one commit).
+SEARCH_MERGE_FORCE_STEPS = 4
 FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
 STALL_HOOK_ENV = "AGENTSRC_TEST_STALL_FILE"  # test-only: the loop stalls while it exists
 # Test-only, for a machine where a test cannot mount a small filesystem: while this file
@@ -700,6 +705,9 @@ class Daemon:
                     if not more:
                         self._release_backfill_memory()  # what the build held, too
                 continue
+            if self.components.store.search_merge_due and not self.store_errors.waiting():
+                self._merge_search()  # one step a pass: a file that changes goes first
+                continue
             wake_at = min([next_reconcile, next_root_check, *(t for t, _ in self.retry.values())])
             if self.store_errors.waiting():
                 wake_at = min(wake_at, self.store_errors.retry_at)
@@ -715,8 +723,14 @@ class Daemon:
         self._committed_at = time.monotonic()
         self._idle_checkpoint = False
         checkpointer = self.components.checkpointer
-        if checkpointer is not None and self.components.store.wal_pages >= CHECKPOINT_MIN_PAGES:
-            checkpointer.notify()
+        pages = self.components.store.wal_pages
+        if checkpointer is not None and pages >= CHECKPOINT_MIN_PAGES:
+            # Hurried only below the writer's own RESTART: past it, checkpoints back to
+            # back would hold the checkpoint lock the RESTART needs (readers that keep
+            # a PASSIVE from finishing then let the WAL grow past its bound).
+            checkpointer.notify(
+                hurry=CHECKPOINT_HURRY_PAGES <= pages < schema.WAL_CHECKPOINT_PAGES
+            )
 
     def _truncate_wal_if_idle(self) -> float:
         """Idle: the WAL goes back to nothing once no commit came for WAL_IDLE_S (a
@@ -945,7 +959,24 @@ class Daemon:
                 self.hub.publish(inserted.rows())
         self._check_wal()
         self._wal_committed()  # the checkpointer after the writer's own checkpoint
+        store = self.components.store
+        if store.search_merge_owed >= SEARCH_MERGE_FORCE_STEPS * store.search_merge_pages:
+            self._merge_search()  # no quiet moment came: a step after each commit
         return True
+
+    def _merge_search(self) -> None:
+        """One step of merging the search index's segments (Store.merge_search_step),
+        when no file waits, or after a commit once SEARCH_MERGE_FORCE_STEPS are owed."""
+        try:
+            with self.timer.step("search_merge"):
+                self.components.store.merge_search_step()
+        except STORE_WRITE_ERRORS as exc:  # nothing is lost: the segments stay as they are
+            delay = self.store_errors.failed(exc)
+            log.warning("search_merge_failed", error=type(exc).__name__,
+                        retry_in_s=delay, failures=self.store_errors.count)
+            return
+        self._check_wal()
+        self._wal_committed()
 
     def _check_wal(self) -> None:
         """The WAL's bound (a RESTART checkpoint once it holds a quarter of it, on this

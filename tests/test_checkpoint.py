@@ -68,3 +68,48 @@ def test_stop_without_a_commit_ends_the_thread(tmp_path: Path) -> None:
     ckpt.start()
     ckpt.stop()
     assert (ckpt._thread.is_alive(), ckpt.checkpoints) == (False, 0)
+
+
+def _checkpoints_within(ckpt: Checkpointer, n: int, seconds: float) -> int:
+    deadline = time.monotonic() + seconds
+    while ckpt.checkpoints < n and time.monotonic() < deadline:
+        time.sleep(0.002)
+    return ckpt.checkpoints
+
+
+def test_a_hurried_checkpoint_skips_the_pause(tmp_path: Path) -> None:
+    """Near the writer's RESTART (CHECKPOINT_HURRY_PAGES) the daemon notifies with
+    hurry: the next checkpoint runs as soon as the last is done, not after the pause."""
+    db = tmp_path / "d.db"
+    conn = _writer(db)
+    ckpt = Checkpointer(db, interval_s=30.0)
+    ckpt.start()
+    try:
+        _commits(conn, 1, None)
+        ckpt.notify()
+        assert _checkpoints_within(ckpt, 1, 10) == 1
+        # A commit during the pause waits for it: no second checkpoint for now.
+        _commits(conn, 1, None)
+        ckpt.notify()
+        assert _checkpoints_within(ckpt, 2, 0.5) == 1
+        ckpt.stop()
+        # Hurried: the one after a checkpoint follows it at once.
+        ckpt = Checkpointer(db, interval_s=30.0)
+        ckpt.start()
+        _commits(conn, 1, None)
+        ckpt.notify(hurry=True)
+        assert _checkpoints_within(ckpt, 1, 10) == 1
+        _commits(conn, 1, None)
+        ckpt.notify(hurry=True)
+        assert _checkpoints_within(ckpt, 2, 10) == 2
+        # Without a hurry the next one still runs at once (no pause after a hurried
+        # one), and the pause comes after it again.
+        _commits(conn, 1, None)
+        ckpt.notify()
+        assert _checkpoints_within(ckpt, 3, 10) == 3
+        _commits(conn, 1, None)
+        ckpt.notify()
+        assert _checkpoints_within(ckpt, 4, 0.5) == 3
+    finally:
+        ckpt.stop()
+        conn.close()

@@ -53,11 +53,15 @@ from .schema import (
     secure_file,
 )
 from .search import INDEXED_KINDS, body_of, index_text
+from .search_merge import STRUCTURE_ROWID, Structure, StructureError, decode_structure
 
 # Event ids indexed per transaction by the index build (build_search_step): about 60 ms
 # of work on a loaded 2-core machine, so an append waits for little while it runs.
 SEARCH_CHUNK_IDS = 5_000
 SEARCH_CHUNK_TEXT_BYTES = 4 << 20  # and at most about this much text
+# Pages of the search index merged per step (merge_search_step): about 6 ms of CPU,
+# what an append that arrives during one waits at most.
+SEARCH_MERGE_PAGES = 64
 _INDEXED = frozenset(INDEXED_KINDS)
 # The writer's page cache once live (schema.WRITER_CACHE_KIB during a backfill).
 LIVE_CACHE_KIB = 2 * 1024
@@ -146,6 +150,17 @@ class Store:
         # Off only to measure what the index costs (bench/run.py backfill-index).
         self._index_on = os.environ.get("AGENTSRC_SEARCH_INDEX", "1") != "0"
         self._index_deferred = False  # see defer_search_index
+        # The search index's merging (store/search_merge.py): pages owed, the leaves
+        # the structure held when last read, and whether this transaction wrote to it.
+        self._search_merge_owed = 0
+        self._search_leaves = 0
+        self._search_leaves = self._search_structure().leaves
+        self._search_written = False
+        self.search_merges = 0  # steps that merged, for tests and the bench
+        # A step's pages (AGENTSRC_SEARCH_MERGE_PAGES: smaller steps, for tests).
+        self.search_merge_pages = int(
+            os.environ.get("AGENTSRC_SEARCH_MERGE_PAGES") or SEARCH_MERGE_PAGES
+        )
 
     def close(self) -> None:
         self.conn.close()
@@ -319,6 +334,7 @@ class Store:
         try:
             inserted = self._commit(batch)
         except apsw.SQLError as exc:
+            self._search_written = False
             # SQLite may roll a transaction back by itself on SQLITE_FULL or SQLITE_IOERR
             # (sqlite.org/lang_transaction.html#response_to_errors_within_a_transaction):
             # the context manager's ROLLBACK then fails with "no transaction is active",
@@ -327,6 +343,7 @@ class Store:
             if isinstance(cause, (apsw.FullError, apsw.IOError)) and self.conn.getautocommit():
                 raise cause from None
             raise
+        self._owe_search_merge()
         if check_wal:
             self._wal.check(self.conn)
         return inserted
@@ -429,6 +446,7 @@ class Store:
                 values.append((eid, index_text(body)))
         if values:
             self.conn.executemany("INSERT INTO search_index(rowid, body) VALUES(?,?)", values)
+            self._search_written = True
 
     def _index_title(self, session_id: str) -> None:
         """A session's title, indexed under minus its search_titles id when it changed."""
@@ -456,6 +474,7 @@ class Store:
             self.conn.execute(
                 "INSERT INTO search_index(rowid, body) VALUES(?,?)", (-tid, index_text(title))
             )
+        self._search_written = True
 
     def defer_search_index(self) -> bool:
         """A cold backfill: from now on commits leave their events to the index build
@@ -539,10 +558,73 @@ class Store:
                         break
             if values:
                 self.conn.executemany("INSERT INTO search_index(rowid, body) VALUES(?,?)", values)
+                self._search_written = True
             self.conn.execute("UPDATE counters SET value=? WHERE name='search_done'", (hi,))
+        self._owe_search_merge()
         self._wal.check(self.conn)
         self._search_done = hi
         return self.search_backlog()
+
+    def _search_structure(self) -> Structure:
+        row = self.conn.execute(
+            "SELECT block FROM search_index_data WHERE id = ?", (STRUCTURE_ROWID,)
+        ).fetchone()
+        if row is None:
+            return Structure(0, 0, 0)
+        try:
+            return decode_structure(bytes(row[0]))
+        except StructureError:
+            # A later SQLite's format: each write then owes a step (merges a little
+            # more often than FTS5 would).
+            return Structure(1, 0, self._search_leaves + SEARCH_MERGE_PAGES)
+
+    def _owe_search_merge(self) -> None:
+        """After a transaction: what it owes the search index's merging, by FTS5's own
+        rule (levels x leaves written; its segments are written at commit)."""
+        if not self._search_written:
+            return
+        self._search_written = False
+        structure = self._search_structure()
+        written = structure.leaves - self._search_leaves
+        self._search_leaves = structure.leaves
+        if written > 0:
+            self._search_merge_owed += written * structure.levels
+
+    @property
+    def search_merge_due(self) -> bool:
+        """The writes since the last merge step owe at least one step's pages."""
+        return self._search_merge_owed >= self.search_merge_pages
+
+    @property
+    def search_merge_owed(self) -> int:
+        """Pages of merging the search index's writes owe (store/search_merge.py)."""
+        return self._search_merge_owed
+
+    def merge_search_step(self, pages: int | None = None) -> bool:
+        """About ``pages`` (default ``search_merge_pages``) pages of merging of the search index's segments, in a
+        transaction of its own (store/search_merge.py: FTS5's automerge is off since
+        schema 15, and the ingest loop runs this when no append waits). FTS5 merges a
+        level once it holds ``usermerge`` (4) segments, resuming a merge it left half
+        done; a step that finds no such level writes nothing and clears the debt.
+        Returns whether it merged."""
+        pages = pages or self.search_merge_pages
+        try:
+            with self.conn:
+                before = self.conn.total_changes()
+                self.conn.execute(
+                    "INSERT INTO search_index(search_index, rank) VALUES('merge', ?)", (pages,)
+                )
+                # The command counts as one change of its own; a merge's writes add theirs.
+                merged = self.conn.total_changes() - before > 1
+        finally:
+            self._search_written = False
+        self._search_leaves = self._search_structure().leaves
+        if merged:
+            self.search_merges += 1
+            self._search_merge_owed = max(0, self._search_merge_owed - pages)
+        else:
+            self._search_merge_owed = 0
+        return merged
 
     def _merge_session(self, f: SessionFacts) -> None:
         """The facts merged into the session's row by their rules. Only the columns whose
@@ -775,6 +857,7 @@ class Store:
         """The indexed text follows the event's latest version."""
         if r.kind in _INDEXED and self._is_indexed(event_id):
             self.conn.execute("DELETE FROM search_index WHERE rowid=?", (event_id,))
+            self._search_written = True
             self._index_events([(event_id, r)])
 
     def _count(
