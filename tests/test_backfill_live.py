@@ -5,6 +5,7 @@ handed back once live."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from agentsrc_daemon.errors import DaemonNotRunning
 
 from corpus import corpus_home
 from harness import SID, DaemonFactory, claude_line, wait_for
@@ -28,7 +31,8 @@ def _subscribe_prompts(d: Any, on_prompt: Callable[[dict[str, Any]], bool]) -> N
     subscribed = threading.Event()
 
     def listen() -> None:
-        with d.client() as c:
+        # The daemon may stop before a prompt ends the loop (a test that failed).
+        with d.client() as c, contextlib.suppress(DaemonNotRunning):
             for msg in c.subscribe({"kinds": ["prompt"]}):
                 if msg["method"] == "subscribed":
                     subscribed.set()
