@@ -82,34 +82,31 @@ def test_a_hurried_checkpoint_skips_the_pause(tmp_path: Path) -> None:
     hurry: the next checkpoint runs as soon as the last is done, not after the pause."""
     db = tmp_path / "d.db"
     conn = _writer(db)
-    ckpt = Checkpointer(db, interval_s=30.0)
-    ckpt.start()
+
+    def checkpointed(ckpt: Checkpointer, hurry: bool, seconds: float) -> int:
+        """A commit, the daemon's notify, and the checkpoints done within ``seconds``."""
+        before = ckpt.checkpoints
+        _commits(conn, 1, None)
+        ckpt.notify(hurry=hurry)
+        return _checkpoints_within(ckpt, before + 1, seconds)
+
+    plain = Checkpointer(db, interval_s=30.0)
+    hurried = Checkpointer(db, interval_s=30.0)
     try:
-        _commits(conn, 1, None)
-        ckpt.notify()
-        assert _checkpoints_within(ckpt, 1, 10) == 1
+        plain.start()
+        assert checkpointed(plain, False, 10) == 1
         # A commit during the pause waits for it: no second checkpoint for now.
-        _commits(conn, 1, None)
-        ckpt.notify()
-        assert _checkpoints_within(ckpt, 2, 0.5) == 1
-        ckpt.stop()
+        assert checkpointed(plain, False, 0.5) == 1
+        plain.stop()
         # Hurried: the one after a checkpoint follows it at once.
-        ckpt = Checkpointer(db, interval_s=30.0)
-        ckpt.start()
-        _commits(conn, 1, None)
-        ckpt.notify(hurry=True)
-        assert _checkpoints_within(ckpt, 1, 10) == 1
-        _commits(conn, 1, None)
-        ckpt.notify(hurry=True)
-        assert _checkpoints_within(ckpt, 2, 10) == 2
+        hurried.start()
+        assert checkpointed(hurried, True, 10) == 1
+        assert checkpointed(hurried, True, 10) == 2
         # Without a hurry the next one still runs at once (no pause after a hurried
         # one), and the pause comes after it again.
-        _commits(conn, 1, None)
-        ckpt.notify()
-        assert _checkpoints_within(ckpt, 3, 10) == 3
-        _commits(conn, 1, None)
-        ckpt.notify()
-        assert _checkpoints_within(ckpt, 4, 0.5) == 3
+        assert checkpointed(hurried, False, 10) == 3
+        assert checkpointed(hurried, False, 0.5) == 3
     finally:
-        ckpt.stop()
+        plain.stop()
+        hurried.stop()
         conn.close()
