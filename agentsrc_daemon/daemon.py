@@ -688,6 +688,12 @@ class Daemon:
                     self._profile = None
                 log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
                 self.notifier.status(self._status_line())
+            if self.components.store.search_merge_due and not self.store_errors.waiting():
+                # Before the build's next chunk: each chunk owes merging (several leaves
+                # per level), and left to pile up the build's segments would meet FTS5's
+                # crisis merge, 16 segments of a level merged at once inside one chunk.
+                self._merge_search()  # one step a pass: a file that changes goes first
+                continue
             if self.components.store.search_backlog() and not self.store_errors.waiting():
                 # The search index of the events stored before it existed: one chunk
                 # (its own transaction) at a time, when no file is waiting.
@@ -704,9 +710,6 @@ class Daemon:
                     self._wal_committed()
                     if not more:
                         self._release_backfill_memory()  # what the build held, too
-                continue
-            if self.components.store.search_merge_due and not self.store_errors.waiting():
-                self._merge_search()  # one step a pass: a file that changes goes first
                 continue
             wake_at = min([next_reconcile, next_root_check, *(t for t, _ in self.retry.values())])
             if self.store_errors.waiting():
