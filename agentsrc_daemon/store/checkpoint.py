@@ -4,7 +4,8 @@ A checkpoint copies the WAL's pages into the database file and syncs it: on a
 multi-gigabyte store with other processes writing to the same disk, that sync can take
 hundreds of milliseconds, and on the ingest thread every live append queued behind it
 waited as long. The ``Checkpointer`` is a thread with a connection of its own that runs
-PASSIVE checkpoints after commits (at most every ``interval_s``): PASSIVE never blocks
+PASSIVE checkpoints after commits (at most every ``interval_s``, and back to back while
+the WAL nears the writer's RESTART: ``CHECKPOINT_HURRY_PAGES``): PASSIVE never blocks
 the writer or the readers, and once it has copied every frame the writer's next commit
 starts the WAL over from its beginning (SQLite does that itself), so the log stays
 small. The writer keeps its own bound (``schema.WalBound``: a RESTART checkpoint past a
