@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 STRUCTURE_ROWID = 10  # FTS5_STRUCTURE_ROWID
-_V2_MARKER = b"\xff\x00\x00\x01"  # FTS5_STRUCTURE_V2
+STRUCTURE_V2_MARKER = b"\xff\x00\x00\x01"  # FTS5_STRUCTURE_V2
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,7 @@ def decode_structure(blob: bytes) -> Structure:
     if len(blob) < 4:
         raise StructureError("shorter than its cookie")
     i = 4  # the cookie
-    v2 = blob[4:8] == _V2_MARKER
+    v2 = blob[4:8] == STRUCTURE_V2_MARKER
     if v2:
         i += 4
     levels, i = _varint(blob, i)
@@ -82,34 +82,3 @@ def decode_structure(blob: bytes) -> Structure:
         raise StructureError(f"{seen} segments on the levels, {segments} in the header")
     return Structure(levels, segments, leaves)
 
-
-def encode_structure(levels: list[list[tuple[int, int, int]]], *, v2: bool = True,
-                     cookie: int = 0, write_counter: int = 0) -> bytes:
-    """A structure record of these levels, each a list of (segid, first, last) pages:
-    the inverse of ``decode_structure``, for its tests."""
-    def varint(v: int) -> bytes:
-        if v > 0x00FFFFFFFFFFFFFF:
-            out = [v & 0xFF]
-            v >>= 8
-            for _ in range(8):
-                out.append((v & 0x7F) | 0x80)
-                v >>= 7
-            return bytes(reversed(out))
-        groups = [v & 0x7F]
-        v >>= 7
-        while v:
-            groups.append((v & 0x7F) | 0x80)
-            v >>= 7
-        return bytes(reversed(groups))
-
-    out = bytearray(cookie.to_bytes(4, "big"))
-    if v2:
-        out += _V2_MARKER
-    out += varint(len(levels)) + varint(sum(map(len, levels))) + varint(write_counter)
-    for level in levels:
-        out += varint(0) + varint(len(level))
-        for segid, first, last in level:
-            out += varint(segid) + varint(first) + varint(last)
-            if v2:
-                out += varint(0) * 5
-    return bytes(out)

@@ -153,8 +153,8 @@ class Store:
         # The search index's merging (store/search_merge.py): pages owed, the leaves
         # the structure held when last read, and whether this transaction wrote to it.
         self._search_merge_owed = 0
-        self._search_leaves = 0
-        self._search_leaves = self._search_structure().leaves
+        structure = self._search_structure()
+        self._search_leaves = structure.leaves if structure is not None else 0
         self._search_written = False
         self.search_merges = 0  # steps that merged, for tests and the bench
         # A step's pages (AGENTSRC_SEARCH_MERGE_PAGES: smaller steps, for tests).
@@ -565,26 +565,30 @@ class Store:
         self._search_done = hi
         return self.search_backlog()
 
-    def _search_structure(self) -> Structure:
+    def _search_structure(self) -> Structure | None:
+        """The index's structure record, decoded (None: a format this code does not know,
+        from a later SQLite)."""
         row = self.conn.execute(
             "SELECT block FROM search_index_data WHERE id = ?", (STRUCTURE_ROWID,)
         ).fetchone()
         if row is None:
-            return Structure(0, 0, 0)
+            return Structure(0, 0, 0)  # nothing indexed yet
         try:
             return decode_structure(bytes(row[0]))
         except StructureError:
-            # A later SQLite's format: each write then owes a step (merges a little
-            # more often than FTS5 would).
-            return Structure(1, 0, self._search_leaves + SEARCH_MERGE_PAGES)
+            return None
 
     def _owe_search_merge(self) -> None:
         """After a transaction: what it owes the search index's merging, by FTS5's own
-        rule (levels x leaves written; its segments are written at commit)."""
+        rule (levels x leaves written; its segments are written at commit). A structure
+        this code cannot read owes a step per write (a little more merging than FTS5's)."""
         if not self._search_written:
             return
         self._search_written = False
         structure = self._search_structure()
+        if structure is None:
+            self._search_merge_owed += self.search_merge_pages
+            return
         written = structure.leaves - self._search_leaves
         self._search_leaves = structure.leaves
         if written > 0:
@@ -601,24 +605,23 @@ class Store:
         return self._search_merge_owed
 
     def merge_search_step(self, pages: int | None = None) -> bool:
-        """About ``pages`` (default ``search_merge_pages``) pages of merging of the search index's segments, in a
-        transaction of its own (store/search_merge.py: FTS5's automerge is off since
-        schema 15, and the ingest loop runs this when no append waits). FTS5 merges a
-        level once it holds ``usermerge`` (4) segments, resuming a merge it left half
-        done; a step that finds no such level writes nothing and clears the debt.
-        Returns whether it merged."""
+        """About ``pages`` (default ``search_merge_pages``) pages of merging of the search
+        index's segments, in a transaction of its own (store/search_merge.py: FTS5's
+        automerge is off since schema 15, and the ingest loop runs this when no append
+        waits). FTS5 merges a level once it holds ``usermerge`` (4) segments, resuming a
+        merge it left half done; a step that finds no such level writes nothing and
+        clears the debt. Returns whether it merged."""
         pages = pages or self.search_merge_pages
-        try:
-            with self.conn:
-                before = self.conn.total_changes()
-                self.conn.execute(
-                    "INSERT INTO search_index(search_index, rank) VALUES('merge', ?)", (pages,)
-                )
-                # The command counts as one change of its own; a merge's writes add theirs.
-                merged = self.conn.total_changes() - before > 1
-        finally:
-            self._search_written = False
-        self._search_leaves = self._search_structure().leaves
+        with self.conn:
+            before = self.conn.total_changes()
+            self.conn.execute(
+                "INSERT INTO search_index(search_index, rank) VALUES('merge', ?)", (pages,)
+            )
+            # The command counts as one change of its own; a merge's writes add theirs.
+            merged = self.conn.total_changes() - before > 1
+        structure = self._search_structure()  # the merge's leaves are not a write's
+        if structure is not None:
+            self._search_leaves = structure.leaves
         if merged:
             self.search_merges += 1
             self._search_merge_owed = max(0, self._search_merge_owed - pages)
