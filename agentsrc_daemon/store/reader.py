@@ -712,6 +712,29 @@ class Reader:
             args,
         )
 
+    @staticmethod
+    def _hits_where(match: str, lo: int, hi: int) -> Where:
+        """The WHERE of a query's hits with index rowids lo..hi, for filters to join."""
+        where = Where()
+        where.add("search_index MATCH ?", match)
+        where.add("f.rowid BETWEEN ? AND ?", lo, hi)
+        return where
+
+    def _scored_hits(
+        self, joins: str, where: Where, score: tuple[str, list[Any]], now: str, order: str,
+        limit: int | None,
+    ) -> list[tuple[int, float]]:
+        """(index rowid, score) of the hits ``where`` selects through ``joins``, in
+        ``order`` of rowid, at most ``limit``; ``score`` is ``_score``'s."""
+        rank, args = score
+        now_jd = self._julianday(now)
+        sql = (
+            f"SELECT f.rowid, {rank} FROM search_index f {joins}{where.sql()}"
+            f" ORDER BY f.rowid {order}" + (f" LIMIT {int(limit)}" if limit is not None else "")
+        )
+        return [(int(r), float(v)) for r, v in self.conn.execute(
+            sql, [*args, now_jd, now_jd, RECENCY_DAYS, *where.args])]
+
     def _ranked_events(
         self, match: str, filters: _SearchFilters, now: str, weights: tuple[float, ...] | None,
         lo: int, hi: int, limit: int | None,
@@ -720,24 +743,15 @@ class Reader:
         newest first, at most ``limit``."""
         if not filters.events_on():
             return []
-        now_jd = self._julianday(now)
-        where = Where()
-        where.add("search_index MATCH ?", match)
-        where.add("f.rowid BETWEEN ? AND ?", lo, hi)
+        where = self._hits_where(match, lo, hi)
         joined = filters.event_where(where)
         # An event's time, else its session's last (a correlated lookup only for an
         # event without one, unless the filters join the session anyway).
         ts = ("COALESCE(e.ts, s.last_event_at)" if joined else
               "COALESCE(e.ts, (SELECT last_event_at FROM sessions WHERE id = e.session_id))")
-        score, args = self._score(weights, ts)
-        sql = (
-            f"SELECT f.rowid, {score} FROM search_index f JOIN events e ON e.id = f.rowid"
-            + (" JOIN sessions s ON s.id = e.session_id" if joined else "")
-            + f"{where.sql()} ORDER BY f.rowid DESC"
-            + (f" LIMIT {int(limit)}" if limit is not None else "")
-        )
-        return [(int(r), float(v)) for r, v in self.conn.execute(
-            sql, [*args, now_jd, now_jd, RECENCY_DAYS, *where.args])]
+        joins = "JOIN events e ON e.id = f.rowid" + (
+            " JOIN sessions s ON s.id = e.session_id" if joined else "")
+        return self._scored_hits(joins, where, self._score(weights, ts), now, "DESC", limit)
 
     def _ranked_titles(
         self, match: str, filters: _SearchFilters, now: str, weights: tuple[float, ...] | None,
@@ -747,19 +761,11 @@ class Reader:
         search_titles ids) passing the filters, newest first, at most ``limit``."""
         if not filters.titles_on():
             return []
-        now_jd = self._julianday(now)
-        where = Where()
-        where.add("search_index MATCH ?", match)
-        where.add("f.rowid BETWEEN ? AND ?", lo, hi)
+        where = self._hits_where(match, lo, hi)
         filters.title_where(where)
-        score, args = self._score(weights, "s.last_event_at")
-        sql = (
-            f"SELECT f.rowid, {score} FROM search_index f JOIN search_titles t ON t.id = -f.rowid"
-            f" JOIN sessions s ON s.id = t.session_id{where.sql()} ORDER BY f.rowid"
-            + (f" LIMIT {int(limit)}" if limit is not None else "")
-        )
-        return [(int(r), float(v)) for r, v in self.conn.execute(
-            sql, [*args, now_jd, now_jd, RECENCY_DAYS, *where.args])]
+        joins = "JOIN search_titles t ON t.id = -f.rowid JOIN sessions s ON s.id = t.session_id"
+        return self._scored_hits(
+            joins, where, self._score(weights, "s.last_event_at"), now, "ASC", limit)
 
     def _hit_rows(self, page: list[tuple[int, float]]) -> list[tuple[Any, ...]]:
         """The rows of a page's hits, in its order: (rowid, session, title, agent, kind,
