@@ -4,6 +4,7 @@ plugin subsets; detect-secrets' process-global settings; the worker pool."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import hmac
 import os
@@ -12,8 +13,11 @@ from pathlib import Path
 
 import pytest
 from detect_secrets.settings import get_settings, transient_settings
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentsrc_daemon.errors import ConfigError
+from agentsrc_daemon.secrets import engine
 from agentsrc_daemon.secrets import prefilter as scan_prefilter
 from agentsrc_daemon.secrets.engine import (
     BUILTIN_SENSITIVE_PATHS,
@@ -25,6 +29,7 @@ from agentsrc_daemon.secrets.engine import (
     is_excluded_session,
     is_sensitive_path,
     load_or_create_hash_key,
+    path_matches,
 )
 
 from fake_secrets import fragments as _j
@@ -406,6 +411,47 @@ def test_hash_key_of_wrong_size_is_an_error(tmp_path: Path) -> None:
 def test_builtin_sensitive_paths(path: str, sensitive: bool) -> None:
     assert is_sensitive_path(path, None) is sensitive
     assert is_sensitive_path(path, []) is sensitive
+
+
+_PATH_PARTS = st.sampled_from(
+    ["", ".", "~", "home", "u", ".ssh", ".aws", "secrets", "id_rsa", ".env", ".env.prod",
+     "a.pem", "credentials", "etc", "shadow", "vault", "token", "x.key", "C:\\Users"])
+_GLOBS = st.sampled_from(
+    ["*.pem", ".env.*", "/etc/shadow", "~/.ssh/**", "vault/**/token", "secrets/**", "**",
+     "/**", "id_*", "/", "", "~/", "a/*/b", "**/credentials"])
+
+
+def _path_matches_reference(path: str, pattern: str) -> bool:
+    """path_matches as it was before it split each pattern once (the reference)."""
+    segs = engine._segments(path)
+    if not segs:
+        return False
+    anchored = pattern.startswith("/")
+    if pattern.startswith("~/"):
+        pattern = pattern[2:]
+    pats = engine._segments(pattern)
+    if not pats:
+        return False
+    if len(pats) == 1 and not anchored:
+        return fnmatch.fnmatchcase(segs[-1], pats[0])
+    if anchored:
+        return engine._match_segments(segs, pats)
+    return any(engine._match_segments(segs[i:], pats) for i in range(len(segs)))
+
+
+@given(parts=st.lists(_PATH_PARTS, max_size=6), sep=st.sampled_from(["/", "\\"]),
+       patterns=st.one_of(st.none(), st.lists(_GLOBS, max_size=4)))
+def test_sensitive_path_cached_equals_matching_each_pattern(
+    parts: list[str], sep: str, patterns: list[str] | None
+) -> None:
+    """is_sensitive_path splits the path once and remembers answers: the same as
+    path_matches against each pattern."""
+    path = sep.join(parts)
+    globs = patterns or BUILTIN_SENSITIVE_PATHS
+    want = any(_path_matches_reference(path, p) for p in globs)
+    assert [path_matches(path, p) for p in globs] == [_path_matches_reference(path, p) for p in globs]
+    assert is_sensitive_path(path, patterns) is want
+    assert is_sensitive_path(path, patterns) is want  # the remembered answer
 
 
 def test_builtin_sensitive_path_list() -> None:

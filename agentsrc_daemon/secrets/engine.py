@@ -43,6 +43,7 @@ import bisect
 import contextlib
 import copy
 import fnmatch
+import functools
 import hashlib
 import hmac
 import io
@@ -74,6 +75,7 @@ from detect_secrets.core.scan import (  # noqa: E402
     _is_filtered_out,
     _process_line_based_plugins,
     _scan_line,
+    get_filters_with_parameter,
 )
 from detect_secrets.settings import (  # noqa: E402
     get_filters,
@@ -82,6 +84,7 @@ from detect_secrets.settings import (  # noqa: E402
     transient_settings,
 )
 from detect_secrets.util.code_snippet import CodeSnippet  # noqa: E402
+from detect_secrets.util.inject import call_function_with_arguments  # noqa: E402
 
 log = structlog.get_logger("agentsrc.scan")
 
@@ -113,6 +116,13 @@ _PREFIX_CAPTURING_PLUGINS = ("GitHubTokenDetector", "GitLabTokenDetector")
 _PRIVATE_KEY_TYPE = "Private Key"
 
 _VERIFICATION_FILTER = "detect_secrets.filters.common.is_ignored_due_to_verification_policies"
+
+# The allowlist filter searches the line and the line before with a dozen regexes, each
+# of which needs the literal "pragma:" (case-sensitive: detect_secrets.filters.allowlist
+# get_allowlist_regexes, "pragma: ?"). Where neither line holds it the filter is False,
+# and skipping it saves its searches (the most costly step of the scan on long lines).
+_ALLOWLIST_FILTER = "detect_secrets.filters.allowlist.is_line_allowlisted"
+_PRAGMA = "pragma:"
 
 BUILTIN_SENSITIVE_PATHS: tuple[str, ...] = (
     ".env",
@@ -232,12 +242,22 @@ def path_matches(path: str, pattern: str) -> bool:
     in the path ('.aws/**' matches any path inside a '.aws' directory); a leading '/' anchors
     it at the root and a leading '~/' is dropped (home directories differ). Case-sensitive."""
     segs = _segments(path)
-    if not segs:
-        return False
+    return bool(segs) and _segments_match(segs, pattern)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern_segments(pattern: str) -> tuple[bool, tuple[str, ...]]:
+    """A glob's (anchored, segments): split once per pattern, not once per path tested
+    against it (a read is tested against every sensitive pattern)."""
     anchored = pattern.startswith("/")
     if pattern.startswith("~/"):
         pattern = pattern[2:]
-    pats = _segments(pattern)
+    return anchored, tuple(_segments(pattern))
+
+
+def _segments_match(segs: list[str], pattern: str) -> bool:
+    """path_matches on a path already split (non-empty ``segs``)."""
+    anchored, pats = _pattern_segments(pattern)
     if not pats:
         return False
     if len(pats) == 1 and not anchored:
@@ -250,7 +270,15 @@ def path_matches(path: str, pattern: str) -> bool:
 def is_sensitive_path(path: str, patterns: list[str] | None = None) -> bool:
     """Is reading this path a sensitive read? ``patterns`` replaces the built-in list
     when given and non-empty."""
-    return any(path_matches(path, p) for p in (patterns or BUILTIN_SENSITIVE_PATHS))
+    return _is_sensitive(path, tuple(patterns or BUILTIN_SENSITIVE_PATHS))
+
+
+# Agents read the same files again and again: a path's answer is remembered (bounded),
+# and a new path is split once for all the patterns.
+@functools.lru_cache(maxsize=4096)
+def _is_sensitive(path: str, patterns: tuple[str, ...]) -> bool:
+    segs = _segments(path)
+    return bool(segs) and any(_segments_match(segs, p) for p in patterns)
 
 
 def is_excluded_path(path: str, globs: Iterable[str]) -> bool:
@@ -568,8 +596,9 @@ class SecretScanner:
         """detect-secrets' per-line analysis, as in core.scan._process_line_based_plugins,
         restricted to the plugins that can fire on this line."""
         found: set[tuple[str, str]] = set()
-        if _is_filtered_out(
-            required_filter_parameters=["line"],
+        pragma = _PRAGMA in line or _PRAGMA in context.previous_line
+        if _filtered_out(
+            ("line",), pragma,
             filename=CONTENT_FILENAME,
             line=line,
             context=context,
@@ -584,8 +613,8 @@ class SecretScanner:
                 line_number=line_no,
                 context=context,
             ):
-                if _is_filtered_out(
-                    required_filter_parameters=["context"],
+                if _filtered_out(
+                    ("context",), pragma,
                     filename=secret.filename,
                     secret=secret.secret_value,
                     plugin=plugin,
@@ -616,6 +645,22 @@ class SecretScanner:
                 counted_to = line_start
                 hits.append(_Hit(type_, line_no, value, value_start))
         return hits
+
+
+def _filtered_out(required: tuple[str, ...], pragma: bool, **kwargs: Any) -> bool:
+    """detect-secrets' ``_is_filtered_out``; without a pragma in the line or the line
+    before, the allowlist filter (False there, see _ALLOWLIST_FILTER) is not run."""
+    if pragma:
+        return bool(_is_filtered_out(required_filter_parameters=required, **kwargs))
+    for filter_fn in get_filters_with_parameter(*required):
+        if filter_fn.path == _ALLOWLIST_FILTER:
+            continue
+        try:
+            if call_function_with_arguments(filter_fn, **kwargs):
+                return True
+        except TypeError:  # as _is_filtered_out: a filter this call cannot feed
+            pass
+    return False
 
 
 def _findall_values(m: re.Match[str]) -> list[str]:

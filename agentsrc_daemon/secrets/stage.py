@@ -286,14 +286,20 @@ def _collect_strings(ev: Event, value: Any, where: str, jobs: list[_Job]) -> Non
     else:
         return
     for k, v in items:
-        label = f"{where}.{k}" if where and isinstance(k, str) else (
-            f"{where}[{k}]" if where else str(k)
-        )
+        # The label is built only for what is scanned or walked into: most values are
+        # numbers, flags and short strings.
         if isinstance(v, str):
             if len(v) >= MIN_SCANNED_CHARS:
-                jobs.append(_Job(ev, label, v, None, value, k))
+                jobs.append(_Job(ev, _label(where, k), v, None, value, k))
         elif isinstance(v, dict | list):
-            _collect_strings(ev, v, label, jobs)
+            _collect_strings(ev, v, _label(where, k), jobs)
+
+
+def _label(where: str, k: Any) -> str:
+    """The path of ``k`` under ``where`` in a job's label: 'input.command', 'edits[0]'."""
+    return f"{where}.{k}" if where and isinstance(k, str) else (
+        f"{where}[{k}]" if where else str(k)
+    )
 
 
 def _read_spill(spill_path: str, source_path: str) -> str | None:
