@@ -3,11 +3,15 @@ of the three agents; and the path/project helpers they rely on."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from agentsrc_daemon.derive import projects
 from agentsrc_daemon.derive.derive import Deriver, derive, shell_invocation
 from agentsrc_daemon.derive.projects import (
     ProjectRoots,
@@ -425,3 +429,17 @@ def test_project_roots_cache_is_bounded(tmp_path: Path) -> None:
     assert roots(str(dirs[1])) == str(tmp_path)
     assert roots(str(dirs[2])) == str(tmp_path)
     assert roots(str(dirs[0])) == str(tmp_path)
+
+
+_PATHISH = st.text(alphabet=st.sampled_from(list("ab:/\\.C z\n")), max_size=12) | st.text(max_size=12)
+
+
+@given(path=_PATHISH)
+def test_windows_path_quick_reject_agrees_with_the_regexes(path: str) -> None:
+    """is_windows_path answers False without its regexes unless path[1] is ':' or the
+    path starts with a backslash; _components splits with str.split: as before."""
+    assert projects.is_windows_path(path) is bool(
+        projects._DRIVE_PATH.match(path) or projects._UNC_PATH.match(path))
+    separators = "\\/" if projects.is_windows_path(path) else "/"
+    parts = re.split(f"[{re.escape(separators)}]", path)
+    assert projects._components(path) == [p for p in parts if p not in ("", ".")]

@@ -331,3 +331,27 @@ def test_a_row_read_field_by_field_is_unpacked_once(monkeypatch: Any) -> None:
     # One unpack per small row; the big one once per field (not kept between them).
     assert calls == [len(packing.pack(v)) for v in small] + [len(packing.pack(big))] * 3
     assert list(conn.execute("SELECT json_extract(data, '$.b') FROM t WHERE id = 1")) == [("value 0",)]
+
+
+def test_values_packed_in_a_commit_are_unpacked_from_their_json(monkeypatch: Any) -> None:
+    """packing.known: inside it, the unpack of a value just packed is the JSON the
+    writer holds (no inflating); the same bytes as unpacking; cleared after."""
+    calls: list[int] = []
+    real = packing.unpack
+
+    def counted(stored: bytes | None) -> bytes | None:
+        calls.append(len(stored or b""))
+        return real(stored)
+
+    monkeypatch.setattr(packing, "unpack", counted)
+    conn = apsw.Connection(":memory:")
+    packing.register(conn)
+    values = [orjson.dumps({"a": i, "b": f"value {i}", "pad": "y" * 80}) for i in range(4)]
+    pairs = [(packing.pack(v), v) for v in values]
+    with packing.known(pairs[:2]):
+        got = [conn.execute("SELECT unpack(?)", (p,)).fetchone()[0] for p, _ in pairs]
+    assert got == values
+    assert calls == [len(pairs[2][0]), len(pairs[3][0])]  # only those not given
+    assert not packing._KNOWN
+    assert conn.execute("SELECT unpack(?)", (pairs[0][0],)).fetchone()[0] == values[0]
+    assert len(calls) == 3

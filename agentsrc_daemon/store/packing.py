@@ -14,6 +14,8 @@ leading byte and both stay readable.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import apsw
@@ -95,6 +97,25 @@ def _sql_pack(*args: Any) -> Any:
 MEMO_MAX_BYTES = 64 * 1024
 
 
+# Packed values whose JSON is at hand (see ``known``): packed -> JSON, read by every
+# connection's unpack. What it holds is exactly what unpacking would give (pack is
+# lossless), so a reader on another thread that meets an entry reads the same bytes.
+_KNOWN: dict[bytes, bytes] = {}
+
+
+@contextmanager
+def known(pairs: Iterable[tuple[bytes, bytes]]) -> Iterator[None]:
+    """While a commit inserts its rows, SQLite evaluates the events' indexes on
+    json_extract(data, ...) (and the aggregates read the new rows' data): each an
+    unpack of a value just packed. ``pairs`` (packed, JSON) serve those from the JSON
+    the writer holds instead of inflating it again (a decompressor per row)."""
+    _KNOWN.update(pairs)
+    try:
+        yield
+    finally:
+        _KNOWN.clear()
+
+
 def _memo_unpack() -> Any:
     last: list[tuple[bytes, bytes | None]] = []
 
@@ -102,6 +123,10 @@ def _memo_unpack() -> Any:
         (stored,) = args
         if not isinstance(stored, bytes) or stored[:1] != PACKED_V1:
             return stored
+        if _KNOWN:
+            data = _KNOWN.get(stored)
+            if data is not None:
+                return data
         if last and last[0][0] == stored:
             return last[0][1]
         out = unpack(stored)

@@ -39,7 +39,7 @@ from ..events import (
     merged_fact,
 )
 from ..ingest.cursor import SIDECAR_KEY, Cursor
-from . import aggregates
+from . import aggregates, packing
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .packing import pack
 from .schema import (
@@ -708,7 +708,12 @@ class Store:
     def _insert_events(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
         """Insert a batch with one executemany; the rows that were new (not ignored as
         already known) are read back by id. A row whose key was known is a claim on the
-        stored event: see ``_claim``."""
+        stored event: see ``_claim``. The rows' packed data is unpacked from their JSON
+        meanwhile (packing.known): the indexes on json_extract(data) read every row."""
+        with packing.known((r.packed, r.data) for r in batch.rows if r.packed is not r.data):
+            return self._insert_rows(batch, tally)
+
+    def _insert_rows(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
         prepared = batch.rows
         if not prepared:
             return Inserted([])
