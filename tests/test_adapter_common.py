@@ -3,11 +3,14 @@ call sites in the adapters that share it."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from agentsrc_daemon.adapters import claude, codex
+from agentsrc_daemon.adapters import claude, codex, common
 from agentsrc_daemon.adapters.common import as_int, seconds_to_ms
 
 
@@ -75,3 +78,75 @@ def test_codex_outputs_use_the_shared_rule() -> None:
     # A wall time too long for a float raised OverflowError before.
     text = codex.parse_tool_output(f"Exit code: 0\nWall time: {'9' * 400} seconds\nOutput:\nx")
     assert (text.text, text.exit_code, text.duration_ms) == ("x", 0, None)
+
+
+def _normalize_ts_reference(value: Any) -> str | None:
+    """common._normalize_ts before its fast path for a ready timestamp (the reference)."""
+    from datetime import UTC, datetime
+
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value)
+        if seconds > 1e11:
+            seconds /= 1000.0
+        dt = datetime.fromtimestamp(seconds, tz=UTC)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    if isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return None
+        if s.isascii() and s.isdigit():
+            return _normalize_ts_reference(int(s))
+        if len(s) == 24 and s[19] == "." and s.endswith("Z"):
+            return s
+        if s.endswith("Z"):
+            s = s[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(s)
+        except ValueError:
+            return s
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        dt = dt.astimezone(UTC)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    return None
+
+
+def _outcome(fn: Any, value: Any) -> Any:
+    try:
+        return ("ok", fn(value))
+    except Exception as exc:  # the same exception type on the same input
+        return ("raised", type(exc))
+
+
+_TS_CHARS = st.sampled_from(list("0123456789-:TZ.+ \t\u3000\u00b2x"))
+
+
+@given(value=st.one_of(
+    st.text(_TS_CHARS, min_size=22, max_size=26),
+    st.datetimes().map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.") + f"{d.microsecond // 1000:03d}Z"),
+    st.text(max_size=30), st.integers(), st.floats(), st.none(), st.booleans(),
+).flatmap(lambda v: st.sampled_from([v, f" {v}", f"{v} ", f"\u3000{v}"]) if isinstance(v, str)
+          else st.just(v)))
+def test_normalize_ts_fast_path_agrees_with_the_reference(value: Any) -> None:
+    assert _outcome(common._normalize_ts, value) == _outcome(_normalize_ts_reference, value)
+
+
+def _as_int_reference(value: Any) -> int | None:
+    """as_int before its fast path for a plain int (the reference)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if common.INT64_MIN <= value <= common.UINT64_MAX else None
+    if isinstance(value, float) and math.isfinite(value):
+        rounded = round(value)
+        return rounded if common.INT64_MIN <= rounded <= common.INT64_MAX else None
+    return None
+
+
+@given(value=st.one_of(st.integers(), st.integers(min_value=-(2**70), max_value=2**70),
+                       st.booleans(), st.floats(), st.text(max_size=3), st.none()))
+def test_as_int_fast_path_agrees_with_the_reference(value: Any) -> None:
+    assert as_int(value) == _as_int_reference(value)
+    assert type(as_int(value)) is type(_as_int_reference(value))

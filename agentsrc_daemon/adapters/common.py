@@ -61,6 +61,11 @@ def normalize_ts(value: Any) -> str | None:
 
 
 def _normalize_ts(value: Any) -> str | None:
+    if (type(value) is str and len(value) == 24 and value[19] == "." and value[23] == "Z"
+            and not value[0].isspace()):
+        # Already YYYY-MM-DDTHH:MM:SS.mmmZ (the common case, see below), and nothing
+        # for strip() to take: returned before the other tests.
+        return value
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -147,6 +152,8 @@ def as_int(value: Any) -> int | None:
     * Anything else (strings included) is None: numbers written as text are a format
       of their own, parsed where the adapter knows that format.
     """
+    if type(value) is int:  # the common case first (a bool's type is bool, not int)
+        return value if INT64_MIN <= value <= UINT64_MAX else None
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
