@@ -275,8 +275,19 @@ class _LineReader:
     def _consume_lines(self) -> bool:
         """Consume every complete line in the window, then deal with the partial line
         left. False when this read ends here."""
+        window = self.window
+        # A whole line within the cap (and not one to defer) is taken without the
+        # framing's result object and match: the case of nearly every line.
+        take_up_to = min(self.max_line, BIG_LINE_BYTES) if self.defer_big else self.max_line
         while True:
-            framed = framing.next_line(self.window.data, self.window.start, self.max_line)
+            nl = window.data.find(framing.NEWLINE, window.start)
+            if nl >= 0 and nl - window.start <= take_up_to:
+                self._take_line(window.start, nl, over_cap=False)
+                if self.stop is not None and self.stop():
+                    self.result.more = True
+                    return False
+                continue
+            framed = framing.next_line(window.data, window.start, self.max_line)
             match framed:
                 case framing.Line() if self.defer_big and framed.length > BIG_LINE_BYTES:
                     # A big line that arrived whole in the window: deferred as well.
