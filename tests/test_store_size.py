@@ -304,9 +304,9 @@ def test_the_wal_stays_under_its_bound_during_a_big_backfill_and_is_emptied_when
     assert WAL_LIMIT_BYTES // 8 < peak <= WAL_LIMIT_BYTES, peak
 
 
-def test_a_row_read_field_by_field_is_unpacked_once(monkeypatch: Any) -> None:
-    """packing's memo: several json_extracts of one row's data unpack it once; another
-    value is unpacked afresh; a value past MEMO_MAX_BYTES is not kept."""
+def _counting_unpacks(monkeypatch: Any) -> tuple[apsw.Connection, list[int]]:
+    """A connection with packing's SQL functions, and the stored lengths of the values
+    packing.unpack inflates for it (in order)."""
     calls: list[int] = []
     real = packing.unpack
 
@@ -317,6 +317,13 @@ def test_a_row_read_field_by_field_is_unpacked_once(monkeypatch: Any) -> None:
     monkeypatch.setattr(packing, "unpack", counted)
     conn = apsw.Connection(":memory:")
     packing.register(conn)
+    return conn, calls
+
+
+def test_a_row_read_field_by_field_is_unpacked_once(monkeypatch: Any) -> None:
+    """packing's memo: several json_extracts of one row's data unpack it once; another
+    value is unpacked afresh; a value past MEMO_MAX_BYTES is not kept."""
+    conn, calls = _counting_unpacks(monkeypatch)
     conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, packed BLOB,"
                  " data BLOB GENERATED ALWAYS AS (unpack(packed)) VIRTUAL)")
     small = [orjson.dumps({"a": i, "b": f"value {i}", "pad": "x" * 100}) for i in range(3)]
@@ -336,16 +343,7 @@ def test_a_row_read_field_by_field_is_unpacked_once(monkeypatch: Any) -> None:
 def test_values_packed_in_a_commit_are_unpacked_from_their_json(monkeypatch: Any) -> None:
     """packing.known: inside it, the unpack of a value just packed is the JSON the
     writer holds (no inflating); the same bytes as unpacking; cleared after."""
-    calls: list[int] = []
-    real = packing.unpack
-
-    def counted(stored: bytes | None) -> bytes | None:
-        calls.append(len(stored or b""))
-        return real(stored)
-
-    monkeypatch.setattr(packing, "unpack", counted)
-    conn = apsw.Connection(":memory:")
-    packing.register(conn)
+    conn, calls = _counting_unpacks(monkeypatch)
     values = [orjson.dumps({"a": i, "b": f"value {i}", "pad": "y" * 80}) for i in range(4)]
     pairs = [(packing.pack(v), v) for v in values]
     with packing.known(pairs[:2]):
