@@ -81,7 +81,7 @@ def test_codex_outputs_use_the_shared_rule() -> None:
 
 
 def _normalize_ts_reference(value: Any) -> str | None:
-    """common._normalize_ts before its fast path for a ready timestamp (the reference)."""
+    """common._normalize_ts before its string branch went first (the reference)."""
     from datetime import UTC, datetime
 
     if value is None or isinstance(value, bool):

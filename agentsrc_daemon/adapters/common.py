@@ -61,27 +61,16 @@ def normalize_ts(value: Any) -> str | None:
 
 
 def _normalize_ts(value: Any) -> str | None:
-    if (type(value) is str and len(value) == 24 and value[19] == "." and value[23] == "Z"
-            and not value[0].isspace()):
-        # Already YYYY-MM-DDTHH:MM:SS.mmmZ (the common case, see below), and nothing
-        # for strip() to take: returned before the other tests.
-        return value
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        seconds = float(value)
-        if seconds > 1e11:  # milliseconds
-            seconds /= 1000.0
-        dt = datetime.fromtimestamp(seconds, tz=UTC)
-        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    # Strings first, and in them a ready YYYY-MM-DDTHH:MM:SS.mmmZ first: nearly every
+    # timestamp of every format is one (its other tests cost more than the answer).
     if isinstance(value, str):
         s = value.strip()
+        if len(s) == 24 and s[19] == "." and s[23] == "Z":
+            return s
         if not s:
             return None
         if s.isascii() and s.isdigit():
             return _normalize_ts(int(s))
-        if len(s) == 24 and s[19] == "." and s.endswith("Z"):
-            return s  # already YYYY-MM-DDTHH:MM:SS.mmmZ: the common case, kept cheap
         if s.endswith("Z"):
             s = s[:-1] + "+00:00"
         try:
@@ -91,6 +80,14 @@ def _normalize_ts(value: Any) -> str | None:
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
         dt = dt.astimezone(UTC)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value)
+        if seconds > 1e11:  # milliseconds
+            seconds /= 1000.0
+        dt = datetime.fromtimestamp(seconds, tz=UTC)
         return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
     return None
 
