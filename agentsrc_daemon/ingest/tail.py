@@ -289,15 +289,11 @@ class _LineReader:
                 continue
             framed = framing.next_line(window.data, window.start, self.max_line)
             match framed:
-                case framing.Line() if self.defer_big and framed.length > BIG_LINE_BYTES:
-                    # A big line that arrived whole in the window: deferred as well.
+                case framing.Line():
+                    # Whole and within the cap, yet not taken above: over BIG_LINE_BYTES
+                    # while big lines are deferred. It arrived whole: deferred as well.
                     self.result.deferred = True
                     return False
-                case framing.Line(start, end):
-                    self._take_line(start, end, over_cap=False)
-                    if self.stop is not None and self.stop():
-                        self.result.more = True
-                        return False
                 case framing.TooLong(start, int() as end):
                     self._take_line(start, end, over_cap=True)
                 case framing.TooLong(_, None):
