@@ -710,7 +710,8 @@ class Store:
         already known) are read back by id. A row whose key was known is a claim on the
         stored event: see ``_claim``. The rows' packed data is unpacked from their JSON
         meanwhile (packing.known): the indexes on json_extract(data) read every row."""
-        with packing.known((r.packed, r.data) for r in batch.rows if r.packed is not r.data):
+        with packing.known((r.packed, r.data) for r in batch.rows
+                           if r.packed[:1] == packing.PACKED_V1):
             return self._insert_rows(batch, tally)
 
     def _insert_rows(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
