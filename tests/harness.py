@@ -222,3 +222,24 @@ def signature(events: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
         )
         for e in events
     )
+
+
+def insert_event_row(
+    conn: Any, session_id: str, adapter: str, turn_id: str | None = None, **columns: Any
+) -> None:
+    """One event written straight into a store at the current schema, as the writer
+    writes it: into ``event_rows``, its session, turn and adapter by their integer keys
+    (the ``events`` view joins the texts back in; schema 16)."""
+    for table, text in (("session_keys", session_id), ("turn_keys", turn_id),
+                        ("adapter_keys", adapter)):
+        if text is not None:
+            conn.execute(f"INSERT OR IGNORE INTO {table}(id) VALUES (?)", (text,))
+    names = ", ".join(columns)
+    marks = ", ".join("?" * len(columns))
+    conn.execute(
+        "INSERT INTO event_rows(session_id, adapter, session_key, turn_key, adapter_key,"
+        f" {names}) VALUES ('', '', (SELECT key FROM session_keys WHERE id = ?),"
+        " (SELECT key FROM turn_keys WHERE id = ?), (SELECT key FROM adapter_keys WHERE id = ?),"
+        f" {marks})",
+        (session_id, turn_id, adapter, *columns.values()),
+    )

@@ -27,6 +27,7 @@ from agentsrc_daemon.store.packing import pack
 
 from bigstore import BigStore, build
 from corpus import corpus_home
+from harness import insert_event_row
 
 METHODS = build_methods(lambda r: {})
 # (method, its next cursor, the cursor's parameter)
@@ -137,10 +138,9 @@ def _build(db: Path, sessions: list[tuple[str, str | None, str | None]], events:
                 data["project_root"] = root
             if exit_code is not None:
                 data["exit_code"] = exit_code
-            conn.execute(
-                "INSERT INTO events(key_hash, session_id, kind, ts, adapter, source_id, offset, path, packed)"
-                " VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)",
-                (i.to_bytes(8, "big"), sid, kind, ts, adapter, i, f"/f{i}", pack(orjson.dumps(data) + b" " * 60)))
+            insert_event_row(
+                conn, sid, key_hash=i.to_bytes(8, "big"), kind=kind, ts=ts, adapter=adapter, source_id=1,
+                offset=i, path=f"/f{i}", packed=pack(orjson.dumps(data) + b" " * 60))
     conn.close()
 
 

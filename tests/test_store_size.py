@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from agentsrc_daemon.store.schema import (
 )
 
 from corpus import corpus_home
-from harness import REPO, SID, DaemonFactory, claude_line, copy_tree, wait_for
+from harness import REPO, SID, DaemonFactory, claude_line, copy_tree, insert_event_row, wait_for
 
 # sqlite_sequence is copied on its own; the FTS5 table through its shadow tables.
 SCHEMA_7_TABLES_SKIPPED = {"sqlite_sequence", "search_index"}
@@ -54,11 +55,8 @@ def test_queries_read_the_packed_data_as_json(tmp_path: Path) -> None:
     for v in range(SCHEMA_VERSION):
         run_migration(conn, v)
     data = orjson.dumps({"command": "make test " * 20, "exit_code": 2})
-    conn.execute(
-        "INSERT INTO events(key_hash, session_id, kind, adapter, source_id, offset, packed)"
-        " VALUES(x'01', 's', 'command', 'codex', 1, 0, ?)",
-        (packing.pack(data),),
-    )
+    insert_event_row(conn, "s", key_hash=b"\x01", kind="command", adapter="codex", source_id=1,
+                     offset=0, packed=packing.pack(data))
     row = conn.execute(
         "SELECT data, json_extract(data, '$.exit_code'), length(packed) < length(data)"
         " FROM events"
@@ -69,16 +67,22 @@ def test_queries_read_the_packed_data_as_json(tmp_path: Path) -> None:
 # ---- a store of schema 7, as main's code left it ------------------------------------------
 
 
-def schema_7_copy(fresh_db: Path, out_db: Path) -> None:
-    """A store of schema 7 holding what ``fresh_db`` holds: the old migrations up to 7
-    (the old code's schema, exactly), then every table's rows copied in, the events'
-    data as the JSON the old code stored."""
+def schema_copy(fresh_db: Path, out_db: Path, version: int) -> None:
+    """A store of schema ``version`` holding what ``fresh_db`` holds: the old migrations
+    up to it (the old code's schema, exactly), then every table's rows copied in (the
+    events from the ``events`` view, which gives the old columns: the text ids, and at
+    schema 7 the data as the JSON the old code stored). Triggers are left out while the
+    rows go in (the aggregates' would count them twice) and put back after."""
     conn = connect(out_db)
-    for v in range(7):
+    for v in range(version):
         run_migration(conn, v)
-    assert conn.execute("PRAGMA user_version").fetchone() == (7,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (version,)
     conn.execute("ATTACH DATABASE ? AS fresh", (str(fresh_db),))
     with conn:
+        triggers = list(conn.execute(
+            "SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger'"))
+        for name, _ in triggers:
+            conn.execute(f'DROP TRIGGER main."{name}"')
         tables = [
             name for (name,) in conn.execute(
                 "SELECT name FROM main.sqlite_schema WHERE type = 'table'"
@@ -92,9 +96,19 @@ def schema_7_copy(fresh_db: Path, out_db: Path) -> None:
             conn.execute(f"DELETE FROM main.{table}")
             conn.execute(f"INSERT INTO main.{table}({names}) SELECT {names} FROM fresh.{table}")
         conn.execute("DELETE FROM main.sqlite_sequence")
-        conn.execute("INSERT INTO main.sqlite_sequence SELECT * FROM fresh.sqlite_sequence")
+        # The rows' table is event_rows since schema 16; before, it is events.
+        conn.execute(
+            "INSERT INTO main.sqlite_sequence SELECT CASE name WHEN 'event_rows' THEN 'events'"
+            " ELSE name END, seq FROM fresh.sqlite_sequence"
+        )
+        for _, sql in triggers:
+            conn.execute(sql)
     conn.execute("DETACH DATABASE fresh")
     conn.close()
+
+
+def schema_7_copy(fresh_db: Path, out_db: Path) -> None:
+    schema_copy(fresh_db, out_db, 7)
 
 
 def test_the_schema_7_copy_is_the_old_schema(tmp_path: Path) -> None:
@@ -104,11 +118,8 @@ def test_the_schema_7_copy_is_the_old_schema(tmp_path: Path) -> None:
     for v in range(SCHEMA_VERSION):
         run_migration(fresh, v)
     data = orjson.dumps({"text": "hello " * 30})
-    fresh.execute(
-        "INSERT INTO events(key_hash, session_id, kind, adapter, source_id, offset, packed)"
-        " VALUES(x'01', 's', 'prompt', 'codex', 1, 0, ?)",
-        (packing.pack(data),),
-    )
+    insert_event_row(fresh, "s", key_hash=b"\x01", kind="prompt", adapter="codex", source_id=1,
+                     offset=0, packed=packing.pack(data))
     fresh.close()
     schema_7_copy(tmp_path / "fresh.db", tmp_path / "v7.db")
     old = apsw.Connection(str(tmp_path / "v7.db"), flags=apsw.SQLITE_OPEN_READONLY)
@@ -123,6 +134,35 @@ def _status(d: Any) -> dict[str, Any] | None:
         return dict(d.call("status"))
     except Exception:  # noqa: BLE001 - between a kill and the restart's socket
         return None
+
+
+def _migrate_killed(
+    d: Any, db: Path, kill_at: tuple[float, ...], check: Callable[[apsw.Connection], None]
+) -> list[dict[str, Any]]:
+    """The daemon started on a store it must migrate and killed with SIGKILL once
+    status says the migration under way has reached each fraction of ``kill_at``;
+    ``check`` reads what each kill left; then started again until live. Returns what
+    status said of the migration."""
+    seen: list[dict[str, Any]] = []
+    for fraction in kill_at:
+        d.start(wait=False)
+        while True:
+            st = _status(d)
+            if st is not None and st["state"] == "migrating":
+                seen.append(st["migration"])
+                if st["migration"]["fraction"] >= fraction:
+                    break
+            assert st is None or st["state"] == "migrating", st  # not done before the kill
+            time.sleep(0.01)
+        d.stop(signal.SIGKILL)
+        conn = connect(db, readonly=True)
+        try:
+            check(conn)
+        finally:
+            conn.close()
+    d.start(wait=False)
+    wait_for(lambda: (st := _status(d)) is not None and st["state"] == "live", timeout=300)
+    return seen
 
 
 def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_one(
@@ -142,23 +182,9 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
     db = d.data_dir / "agentsrc.db"
     shutil.copyfile(tmp_path / "v7.db", db)
     os.chmod(db, 0o600)
-    seen: list[dict[str, Any]] = []
-    kills = 0
-    for kill_at in (0.05, 0.4, 0.8):
-        d.start(wait=False)
-        while True:
-            st = _status(d)
-            if st is not None and st["state"] == "migrating":
-                seen.append(st["migration"])
-                if st["migration"]["fraction"] >= kill_at:
-                    break
-            assert st is None or st["state"] == "migrating", st  # not done before the kill
-            time.sleep(0.01)
-        d.stop(signal.SIGKILL)
-        kills += 1
+    def packed_up_to_the_mark(conn: apsw.Connection) -> None:
         # What the kill left: schema 7 still, the rows up to the high-water mark (a
         # chunk's end) packed, none after it: each chunk whole or not at all.
-        conn = connect(db, readonly=True)
         assert conn.execute("PRAGMA user_version").fetchone() == (7,)
         counters = dict(conn.execute("SELECT name, value FROM counters"))
         done = counters["pack_done"]
@@ -170,10 +196,8 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
             "SELECT COUNT(*) FROM events WHERE id > ? AND substr(packed, 1, 1) = x'01'", (done,)
         ).fetchone() == (0,)
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (counters["events"],)
-        conn.close()
-    d.start(wait=False)
-    wait_for(lambda: (st := _status(d)) is not None and st["state"] == "live", timeout=300)
-    assert kills == 3
+
+    seen = _migrate_killed(d, db, (0.05, 0.4, 0.8), packed_up_to_the_mark)
     fractions = [m["fraction"] for m in seen]
     assert fractions[-1] >= 0.8 and min(fractions) < 0.4
     # Before the migration has read its target (the first milliseconds) the total is 0.
@@ -190,7 +214,7 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
     trigger = conn.execute(
         "SELECT sql FROM sqlite_schema WHERE name = 'sink_event_revised'"
     ).fetchone()[0]
-    assert "AFTER UPDATE OF packed, session_id, turn_id, subagent_id, ts ON events" in trigger
+    assert "AFTER UPDATE OF packed, session_key, turn_key, subagent_id, ts ON event_rows" in trigger
     packed = conn.execute(
         "SELECT SUM(substr(packed, 1, 1) = x'01'), COUNT(*) FROM events"
     ).fetchone()
@@ -204,6 +228,84 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
         capture_output=True, text=True, check=True, env={**os.environ, **d.env},
     )
     assert db.stat().st_size < before * 0.85, out.stdout
+    d.start()
+    d.wait_live()
+    assert differences(expected, socket_answers(lambda m, p: d.call(m, p))) == []
+
+
+def test_a_schema_15_store_gets_integer_session_keys_in_chunks_through_kill_9(
+    tmp_path: Path, daemon_factory: DaemonFactory
+) -> None:
+    """15 -> 16: the rows keyed in place in id chunks, each whole or not at all across
+    kill -9s; the store then answers every socket method as a fresh one, and its rows
+    hold no text id."""
+    home = tmp_path / "home"
+    copy_tree(corpus_home(), home)
+    fresh = daemon_factory(home, AGENTSRC_WORKERS="0").start()
+    fresh.wait_live(timeout=300)
+    expected = socket_answers(lambda m, p: fresh.call(m, p))
+    fresh.stop()
+    fresh_db = connect(fresh.data_dir / "agentsrc.db", readonly=True)
+    sessions, turns, adapters, events = fresh_db.execute(
+        "SELECT COUNT(DISTINCT session_id), COUNT(DISTINCT turn_id), COUNT(DISTINCT adapter),"
+        " COUNT(*) FROM events"
+    ).fetchone()
+    assert adapters == 5  # the adapters of the corpus's transcripts
+    fresh_db.close()
+    schema_copy(fresh.data_dir / "agentsrc.db", tmp_path / "v15.db", 15)
+    chunk = 300
+    d = daemon_factory(home, AGENTSRC_MIGRATE_CHUNK=str(chunk), AGENTSRC_WORKERS="0")
+    d.data_dir.mkdir(mode=0o700, parents=True)
+    db = d.data_dir / "agentsrc.db"
+    shutil.copyfile(tmp_path / "v15.db", db)
+    os.chmod(db, 0o600)
+
+    def keyed_up_to_the_mark(conn: apsw.Connection) -> None:
+        assert conn.execute("PRAGMA user_version").fetchone() == (15,)
+        counters = dict(conn.execute("SELECT name, value FROM counters"))
+        done = counters["keys_done"]
+        assert done % chunk == 0 and 0 < done < counters["keys_target"]
+        assert conn.execute(
+            "SELECT COUNT(*) FROM event_rows WHERE id <= ?"
+            " AND (session_key IS NULL OR adapter_key IS NULL OR session_id != ''"
+            " OR turn_id IS NOT NULL OR adapter != '')", (done,)
+        ).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT COUNT(*) FROM event_rows WHERE id > ?"
+            " AND (session_key IS NOT NULL OR turn_key IS NOT NULL OR adapter_key IS NOT NULL"
+            " OR session_id = '' OR adapter = '')", (done,)
+        ).fetchone() == (0,)
+        assert conn.execute("SELECT COUNT(*) FROM event_rows").fetchone() == (events,)
+        # No query is served mid-way: the view comes with the version bump.
+        assert conn.execute(
+            "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'events'"
+        ).fetchone() == (0,)
+
+    seen = _migrate_killed(d, db, (0.1, 0.5, 0.9), keyed_up_to_the_mark)
+    assert {m["name"] for m in seen} == {"keys"}
+    assert max(m["fraction"] for m in seen) >= 0.9
+    assert differences(expected, socket_answers(lambda m, p: d.call(m, p))) == []
+    conn = connect(db, readonly=True)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    assert conn.execute(
+        "SELECT COUNT(*), COUNT(DISTINCT session_key), SUM(session_id = ''),"
+        " SUM(turn_id IS NULL), COUNT(DISTINCT turn_key), COUNT(DISTINCT adapter_key),"
+        " SUM(adapter = '') FROM event_rows"
+    ).fetchone() == (events, sessions, events, events, turns, adapters, events)
+    assert conn.execute("SELECT COUNT(*) FROM adapter_keys").fetchone() == (adapters,)
+    assert conn.execute("SELECT COUNT(*) FROM session_keys").fetchone() == (sessions,)
+    assert conn.execute("SELECT COUNT(*) FROM turn_keys").fetchone() == (turns,)
+    assert conn.execute(
+        "SELECT COUNT(*) FROM counters WHERE name LIKE 'keys_%'"
+    ).fetchone() == (0,)
+    conn.close()
+    d.stop()
+    before = db.stat().st_size
+    subprocess.run(
+        [sys.executable, str(REPO / "tools" / "compact_store.py"), str(d.data_dir)],
+        capture_output=True, text=True, check=True, env={**os.environ, **d.env},
+    )
+    assert db.stat().st_size < before * 0.9
     d.start()
     d.wait_live()
     assert differences(expected, socket_answers(lambda m, p: d.call(m, p))) == []

@@ -60,10 +60,16 @@ class Row(NamedTuple):
     packed: bytes  # data as stored (store/packing.py)
     source_path: str  # the transcript the event came from
 
-    def bind(self, source_id: int) -> tuple[Any, ...]:
-        """The INSERT's values: the packed data in place of the JSON, the source's id in
-        place of its path."""
-        return self[:11] + (self.packed,) + self[12:16] + (source_id,)
+    def bind(
+        self, source_id: int, session_key: int, turn_key: int | None, adapter_key: int
+    ) -> tuple[Any, ...]:
+        """The INSERT's values (store/writer.py): the session's and the turn's text ids
+        and the adapter's name left empty, their keys at the end (schema 16); the packed
+        data in place of the JSON; the source's id in place of its path."""
+        return (
+            (self[0], "", self[2], self[3], None) + self[5:8] + ("",) + self[9:11]
+            + (self.packed,) + self[12:16] + (source_id, session_key, turn_key, adapter_key)
+        )
 
 
 # Rows cross the process boundary as plain tuples: pickle handles a NamedTuple with a

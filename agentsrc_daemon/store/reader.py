@@ -50,6 +50,13 @@ SESSION_COLUMNS = (
     " reasoning_tokens, total_tokens, project_root, replayed_in, own_record"
 )
 _SESSION_NAMES = [c.strip() for c in SESSION_COLUMNS.split(",")]
+# A search hit's event (NULL for a title's hit) and its session's text id ``ek.id``,
+# joined from the rows: the ``events`` view is itself a join, and SQLite cannot put a
+# join view on the right of a LEFT JOIN without reading all of it (schema 16).
+EVENT_HIT_JOINS = (
+    " LEFT JOIN event_rows e ON f.rowid > 0 AND e.id = f.rowid"
+    " LEFT JOIN session_keys ek ON ek.key = e.session_key"
+)
 
 
 _MIN_ROWID = -(2**63)  # below every index rowid (a title's is minus its search_titles id)
@@ -322,8 +329,8 @@ class Reader:
                 hits = Where()
                 if search_cut is None:  # every hit (the index has no more than the caps)
                     hits.add(
-                        "id IN (SELECT COALESCE(e.session_id, t.session_id) FROM search_index f"
-                        " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+                        "id IN (SELECT COALESCE(ek.id, t.session_id) FROM search_index f"
+                        f"{EVENT_HIT_JOINS}"
                         " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
                         " WHERE search_index MATCH ?)",
                         match,
@@ -632,11 +639,11 @@ class Reader:
         inner = (
             "SELECT f.rowid AS rid, s.id AS sid, s.title AS title, s.agent AS agent,"
             f" COALESCE(e.kind, '{TITLE_KIND}') AS kind, COALESCE(e.ts, s.last_event_at) AS ts,"
-            f" e.turn_id AS turn_id, e.tool AS tool, e.path AS path, e.data AS data, {score} AS score"
-            " FROM search_index f"
-            " LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+            f" et.id AS turn_id, e.tool AS tool, e.path AS path, e.data AS data, {score} AS score"
+            f" FROM search_index f{EVENT_HIT_JOINS}"
+            " LEFT JOIN turn_keys et ON et.key = e.turn_key"
             " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
-            " JOIN sessions s ON s.id = COALESCE(e.session_id, t.session_id)"
+            " JOIN sessions s ON s.id = COALESCE(ek.id, t.session_id)"
             f"{where.sql()}"
         )
         args: list[Any] = [*score_args, now_jd, now_jd, RECENCY_DAYS, *where.args]

@@ -307,6 +307,116 @@ PROJECT_INDEXES = (
 
 ADD_PROJECT_INDEXES = index_migration("project_indexes", PROJECT_INDEXES)
 
+# 15 -> 16: sessions, turns and adapters referred to by integer keys (docs/performance.md,
+# "Store size and migration"). An event row held its session's text id (44 bytes), its
+# turn's (42) and its adapter's name (7), and events_session the session's id again:
+# about 130 of the 535 bytes an event took. Now the rows are ``event_rows`` with
+# ``session_key``, ``turn_key`` and ``adapter_key`` (session_keys, turn_keys,
+# adapter_keys: each text once), and ``events`` is a view that joins them back in
+# under their old names, so every query reads the columns it read before. LEFT JOINs on
+# the keys' INTEGER PRIMARY KEY: SQLite leaves out a join whose columns a query does not
+# read, and a query that filters by ``session_id`` makes it an inner join driven from
+# session_keys. Writes go to event_rows (store/writer.py). The old text columns stay,
+# empty ('' and NULL: a byte each in a row's header): dropping a column rewrites the whole
+# table in one transaction, far past the WAL's bound at 10 million events.
+#
+# Rows are rewritten in place in id chunks, as the packing was (PACK_EVENTS): begin (one
+# transaction) renames the table, adds the key columns and swaps the indexes that held
+# the text id for their key twins, empty until the chunks fill them: events_session is
+# partial on ``session_key IS NOT NULL`` (an equality on the key implies it, so queries
+# use it) and each chunk's rows join it as the chunk keys them; the project filters'
+# by-session indexes (a few percent of the events) are built at once. The space the
+# text ids took stays inside the table's pages until a VACUUM (tools/compact_store.py).
+EVENTS_VIEW = (
+    "CREATE VIEW events AS SELECT er.id AS id, er.key_hash AS key_hash, esk.id AS session_id,"
+    " er.kind AS kind, er.ts AS ts, etk.id AS turn_id, er.tool AS tool, er.call_id AS call_id,"
+    " er.subagent_id AS subagent_id, eak.id AS adapter, er.source_id AS source_id,"
+    " er.offset AS offset, er.path AS path, er.packed AS packed, er.revision AS revision,"
+    " er.claim AS claim, er.claim_since AS claim_since, er.holder AS holder, er.data AS data,"
+    " er.session_key AS session_key, er.turn_key AS turn_key, er.adapter_key AS adapter_key"
+    " FROM event_rows er LEFT JOIN session_keys esk ON esk.key = er.session_key"
+    " LEFT JOIN turn_keys etk ON etk.key = er.turn_key"
+    " LEFT JOIN adapter_keys eak ON eak.key = er.adapter_key"
+)
+# The sink's change feed of events rewritten in place (schema 7), on the rows' columns.
+SINK_EVENT_REVISED = """
+    CREATE TRIGGER sink_event_revised
+        AFTER UPDATE OF packed, session_key, turn_key, subagent_id, ts ON event_rows
+        WHEN EXISTS (SELECT 1 FROM sink_state)
+    BEGIN
+        DELETE FROM sink_revised WHERE event_id = NEW.id;
+        INSERT INTO sink_revised(event_id) VALUES (NEW.id);
+    END;
+"""
+# A session's or an adapter's key by its text, in SQL (NULL for one not stored).
+SESSION_KEY_OF = "(SELECT key FROM session_keys WHERE id = ?)"
+ADAPTER_KEY_OF = "(SELECT key FROM adapter_keys WHERE id = ?)"
+# The tables of the keys, each (key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE).
+KEY_TABLES = ("session_keys", "turn_keys", "adapter_keys")
+KEYED_PROJECT_INDEXES = tuple(
+    f"CREATE INDEX events_{kind}s_by_session ON event_rows(id, session_key)"
+    f" WHERE kind = '{kind}'" for kind in PROJECT_KINDS
+)
+
+
+def _begin_keys(conn: apsw.Connection) -> None:
+    if conn.execute(
+        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'event_rows'"
+    ).fetchone():
+        return  # resumed: begun by an earlier run
+    # The sink's trigger would queue every keyed row as changed: it comes back, on the
+    # key columns, with the version bump.
+    conn.execute(
+        "DROP TRIGGER IF EXISTS sink_event_revised;"
+        + "".join(f" CREATE TABLE {table} (key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE);"
+                  for table in KEY_TABLES)
+        +
+        " DROP INDEX IF EXISTS events_session;"
+        + "".join(f" DROP INDEX IF EXISTS events_{kind}s_by_session;" for kind in PROJECT_KINDS)
+        + " ALTER TABLE events RENAME TO event_rows;"
+        " ALTER TABLE event_rows ADD COLUMN session_key INTEGER;"
+        " ALTER TABLE event_rows ADD COLUMN turn_key INTEGER;"
+        " ALTER TABLE event_rows ADD COLUMN adapter_key INTEGER;"
+        " CREATE INDEX events_session ON event_rows(session_key, id)"
+        "  WHERE session_key IS NOT NULL;"
+        + "".join(f" {sql};" for sql in KEYED_PROJECT_INDEXES)
+        + " INSERT INTO counters(name, value) SELECT 'keys_target',"
+        "  COALESCE((SELECT MAX(id) FROM event_rows), 0);"
+        " INSERT INTO counters(name, value) VALUES ('keys_done', 0);"
+    )
+
+
+def _keys_step(conn: apsw.Connection, after: int, upto: int) -> None:
+    # Rows keyed already (a chunk run twice) are left as they are.
+    chunk = "r.id > ? AND r.id <= ? AND r.session_key IS NULL"
+    conn.execute(
+        "INSERT OR IGNORE INTO session_keys(id)"
+        f" SELECT r.session_id FROM event_rows r WHERE {chunk} ORDER BY r.id;"
+        "INSERT OR IGNORE INTO turn_keys(id)"
+        f" SELECT r.turn_id FROM event_rows r WHERE {chunk} AND r.turn_id IS NOT NULL"
+        " ORDER BY r.id;"
+        "INSERT OR IGNORE INTO adapter_keys(id)"
+        f" SELECT r.adapter FROM event_rows r WHERE {chunk} ORDER BY r.id;"
+        "UPDATE event_rows AS r SET"
+        " session_key = (SELECT k.key FROM session_keys k WHERE k.id = r.session_id),"
+        " turn_key = (SELECT k.key FROM turn_keys k WHERE k.id = r.turn_id),"
+        " adapter_key = (SELECT k.key FROM adapter_keys k WHERE k.id = r.adapter),"
+        f" session_id = '', turn_id = NULL, adapter = '' WHERE {chunk}",
+        (after, upto, after, upto, after, upto, after, upto),
+    )
+
+
+def _finish_keys(conn: apsw.Connection) -> None:
+    conn.execute(
+        f"{EVENTS_VIEW}; {SINK_EVENT_REVISED}"
+        " DELETE FROM counters WHERE name IN ('keys_done', 'keys_target');"
+    )
+
+
+KEY_SESSIONS = ChunkedMigration(
+    name="keys", begin=_begin_keys, step=_keys_step, finish=_finish_keys
+)
+
 # Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
 # a chunk rewrites about 5 MiB of table pages, well within the WAL's bound.
 MIGRATE_CHUNK_IDS = 10_000
@@ -605,6 +715,8 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     # lives in the index's own config table; its crisis merge (16 segments on a level)
     # still runs in a commit if the loop never finds a quiet moment.
     "INSERT INTO search_index(search_index, rank) VALUES('automerge', 0);",
+    # 15 -> 16: see KEY_SESSIONS.
+    KEY_SESSIONS,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .schema import (
+    ADAPTER_KEY_OF,
     COMMAND_FAILED,
     PARTIAL_INDEXED_KINDS,
     PATH_TAIL,
     PROJECT_KINDS,
     PROJECT_ROOT,
-    SESSION_TAIL,
+    SESSION_KEY_OF,
 )
 
 _GLOB_CHARS = frozenset("*?[")
@@ -23,13 +24,12 @@ _GLOB_CHARS = frozenset("*?[")
 # their indexes, repeated exactly (SQLite matches an indexed expression by its terms).
 E_PATH_TAIL = re.sub(r"\bpath\b", "e.path", PATH_TAIL)
 E_COMMAND_FAILED = re.sub(r"\bdata\b", "e.data", COMMAND_FAILED)
-E_SESSION_TAIL = re.sub(r"\bsession_id\b", "e.session_id", SESSION_TAIL)
 E_PROJECT_ROOT = re.sub(r"\bdata\b", "e.data", PROJECT_ROOT)
-# The sessions of a project (its project root or its cwd), and their SESSION_TAILs.
-PROJECT_SESSIONS = "(SELECT id FROM sessions WHERE project_root = ? OR cwd = ?)"
-PROJECT_SESSION_TAILS = (
-    f"(SELECT {SESSION_TAIL.replace('session_id', 'id')} FROM sessions"
-    " WHERE project_root = ? OR cwd = ?)"
+# The keys of a project's sessions (its project root or its cwd): a list SQLite builds
+# once per statement.
+PROJECT_SESSION_KEYS = (
+    "(SELECT k.key FROM sessions ps JOIN session_keys k ON k.id = ps.id"
+    " WHERE ps.project_root = ? OR ps.cwd = ?)"
 )
 
 
@@ -38,7 +38,8 @@ class Where:
     """Conditions ANDed in the order they were added, and their values in that order.
 
     The event filters (``kind_in``, ``scope``, ``path_matches``) are written for the
-    ``events`` table aliased ``e``. Like the RPC parameters they come from, an empty
+    ``events`` view aliased ``e``, and read only the columns it shares with its
+    ``event_rows`` (schema 16): a page by project reads the rows through an index. Like the RPC parameters they come from, an empty
     filter value (None, "") means no filter."""
 
     conditions: list[str] = field(default_factory=list)
@@ -75,14 +76,14 @@ class Where:
         project when it says so (its ``project_root``: derived reads and edits) or when
         its session's project root or cwd is that project."""
         if session_id:
-            self.add("e.session_id = ?", session_id)
+            self.add(f"e.session_key = {SESSION_KEY_OF}", session_id)
         if agent:
-            self.add("e.adapter = ?", agent)
+            self.add(f"e.adapter_key = {ADAPTER_KEY_OF}", agent)
         if project:
             # The session's project first: SQLite stops at the first true term of an OR,
             # and that one is a lookup in a list, the other unpacks the event's data.
             self.add(
-                f"(e.session_id IN {PROJECT_SESSIONS} OR {E_PROJECT_ROOT} = ?)",
+                f"(e.session_key IN {PROJECT_SESSION_KEYS} OR {E_PROJECT_ROOT} = ?)",
                 project,
                 project,
                 project,
@@ -97,28 +98,23 @@ class Where:
         among the first ``limit`` of each (both end with ``ORDER BY e.id LIMIT ?``).
 
         The events of the project's sessions walk the kind's events_<kind>s_by_session
-        (schema 13), matching their SESSION_TAIL from the index; only a match is read
-        from the table, for its whole session id, its session looked up by key (CASE:
-        that test after the tail's; measured, a lookup beats a second list).
-        The events that name the project in their data are a range of
-        events_project_roots (named: with ``failed`` SQLite would rather walk the
-        failed commands, unpacking each). An event in both arms is in the page once (``e.id IN``)."""
+        (schema 16: the id and the session's key), matching the key from the index: only
+        a match is read from the table. The events that name the project in their data
+        are a range of events_project_roots (named: with ``failed`` SQLite would rather
+        walk the failed commands, unpacking each). An event in both arms is in the page
+        once (``e.id IN``). Both read ``event_rows``: an index is named on a table, not
+        on the view."""
         assert kind in PROJECT_KINDS, kind
         by_session = self.copy()
-        by_session.add(
-            f"CASE WHEN {E_SESSION_TAIL} IN {PROJECT_SESSION_TAILS}"
-            " THEN EXISTS (SELECT 1 FROM sessions ps WHERE ps.id = e.session_id"
-            " AND (ps.project_root = ? OR ps.cwd = ?)) END",
-            project, project, project, project,
-        )
+        by_session.add(f"e.session_key IN {PROJECT_SESSION_KEYS}", project, project)
         by_root = self.copy()
         by_root.add(f"{E_PROJECT_ROOT} = ?", project)
         return (
-            f"SELECT e.id FROM events e INDEXED BY events_{kind}s_by_session{by_session.sql()}"
-            " ORDER BY e.id LIMIT ?",
+            "SELECT e.id FROM event_rows e"
+            f" INDEXED BY events_{kind}s_by_session{by_session.sql()} ORDER BY e.id LIMIT ?",
             by_session.args,
-            f"SELECT e.id FROM events e INDEXED BY events_project_roots{by_root.sql()}"
-            " ORDER BY e.id LIMIT ?",
+            "SELECT e.id FROM event_rows e"
+            f" INDEXED BY events_project_roots{by_root.sql()} ORDER BY e.id LIMIT ?",
             by_root.args,
         )
 

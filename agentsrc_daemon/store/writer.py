@@ -44,6 +44,7 @@ from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .packing import pack
 from .schema import (
     BUSY_TIMEOUT_MS,
+    KEY_TABLES,
     SESSION_FACT_FIELDS,
     USAGE_FIELDS,
     Progress,
@@ -63,6 +64,9 @@ SEARCH_CHUNK_TEXT_BYTES = 4 << 20  # and at most about this much text
 # what an append that arrives during one waits at most.
 SEARCH_MERGE_PAGES = 64
 _INDEXED = frozenset(INDEXED_KINDS)
+# Session and turn keys the writer remembers (of each; then it starts over): the ids of
+# the files being read, far more than a commit meets.
+KEYS_REMEMBERED = 4096
 # The writer's page cache once live (schema.WRITER_CACHE_KIB during a backfill).
 LIVE_CACHE_KIB = 2 * 1024
 
@@ -146,6 +150,9 @@ class Store:
         for suffix in ("", "-wal", "-shm"):
             secure_file(Path(str(db_path) + suffix))
         self._source_ids: dict[str, int] = {}
+        # The integer keys of session and turn ids (schema 16), as committed: emptied
+        # when a commit fails (its new keys were rolled back with it).
+        self._keys: dict[str, dict[str, int]] = {table: {} for table in KEY_TABLES}
         self._search_done, self._search_target = self._search_progress()
         # Off only to measure what the index costs (bench/run.py backfill-index).
         self._index_on = os.environ.get("AGENTSRC_SEARCH_INDEX", "1") != "0"
@@ -334,7 +341,7 @@ class Store:
         try:
             inserted = self._commit(batch)
         except apsw.SQLError as exc:
-            self._search_written = False
+            self._rolled_back()
             # SQLite may roll a transaction back by itself on SQLITE_FULL or SQLITE_IOERR
             # (sqlite.org/lang_transaction.html#response_to_errors_within_a_transaction):
             # the context manager's ROLLBACK then fails with "no transaction is active",
@@ -343,10 +350,19 @@ class Store:
             if isinstance(cause, (apsw.FullError, apsw.IOError)) and self.conn.getautocommit():
                 raise cause from None
             raise
+        except BaseException:
+            self._rolled_back()
+            raise
         self._owe_search_merge()
         if check_wal:
             self._wal.check(self.conn)
         return inserted
+
+    def _rolled_back(self) -> None:
+        """What the writer remembers of a commit that did not happen is forgotten."""
+        self._search_written = False
+        for keys in self._keys.values():
+            keys.clear()
 
     def _commit(self, batch: Batch) -> Inserted:
         if batch.events:
@@ -487,7 +503,7 @@ class Store:
         if not self._index_on or self._index_deferred or self.search_backlog():
             return self._index_deferred
         row = self.conn.execute(
-            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)"
+            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event_rows'), 0)"
         ).fetchone()
         last = int(row[0]) if row else 0
         with self.conn:
@@ -720,19 +736,28 @@ class Store:
             return Inserted([])
         # AUTOINCREMENT's counter: new ids start right after it.
         row = self.conn.execute(
-            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)"
+            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event_rows'), 0)"
         ).fetchone()
         before = int(row[0]) if row else 0
         source_ids = self._source_ids
         for r in prepared:
             if r.source_path not in source_ids:
                 self._source_id(Cursor(r.source_path, r.adapter, "jsonl"))
+        session_keys = self._keys_of("session_keys", {r.session_id for r in prepared})
+        turn_keys = self._keys_of("turn_keys", {r.turn_id for r in prepared})
+        adapter_keys = self._keys_of("adapter_keys", {r.adapter for r in prepared})
         changes_before = self.conn.total_changes()
         self.conn.executemany(
-            "INSERT OR IGNORE INTO events(key_hash, session_id, kind, ts, turn_id, tool, call_id,"
-            " subagent_id, adapter, offset, path, packed, revision, claim, claim_since, holder,"
-            " source_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [r.bind(source_ids[r.source_path]) for r in prepared],
+            "INSERT OR IGNORE INTO event_rows(key_hash, session_id, kind, ts, turn_id, tool,"
+            " call_id, subagent_id, adapter, offset, path, packed, revision, claim, claim_since,"
+            " holder, source_id, session_key, turn_key, adapter_key)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                r.bind(source_ids[r.source_path], session_keys[r.session_id],
+                       None if r.turn_id is None else turn_keys[r.turn_id],
+                       adapter_keys[r.adapter])
+                for r in prepared
+            ],
         )
         copies: list[tuple[int, str, str | None, str | None]] = []
         if self.conn.total_changes() - changes_before == len(prepared):
@@ -768,6 +793,32 @@ class Store:
         self._add_copies(copies)
         self._aggregate_new(prepared, before, rewritten)
         return Inserted(out)
+
+    def _keys_of(self, table: str, ids: set[str | None]) -> dict[str, int]:
+        """The integer keys of session or turn ids or adapters (``table``: one of
+        schema.KEY_TABLES),
+        each made when first met (None, an event without a turn, has none: ``get``
+        gives it None). A commit meets a few ids; the keys of the latest are remembered
+        (KEYS_REMEMBERED)."""
+        known = self._keys[table]
+        out: dict[str, int] = {}
+        for text_id in ids:
+            if text_id is None:
+                continue
+            key = known.get(text_id)
+            if key is None:
+                row = self.conn.execute(
+                    f"SELECT key FROM {table} WHERE id = ?", (text_id,)
+                ).fetchone() or self.conn.execute(
+                    f"INSERT INTO {table}(id) VALUES(?) RETURNING key", (text_id,)
+                ).fetchone()
+                assert row is not None  # found, or made by the INSERT
+                key = int(row[0])
+                if len(known) >= KEYS_REMEMBERED:
+                    known.clear()
+                known[text_id] = key
+            out[text_id] = key
+        return out
 
     def _aggregate_new(self, rows: list[Row], before: int, rewritten: bool) -> None:
         """The reports' aggregates (store/aggregates.py) take the rows this commit
@@ -812,7 +863,7 @@ class Store:
             if r.revision > s_rev:
                 self._rewrite_event(
                     eid, s_kind, aggregated,
-                    "UPDATE events SET packed=?, revision=? WHERE id=?",
+                    "UPDATE event_rows SET packed=?, revision=? WHERE id=?",
                     (r.packed, r.revision, eid),
                 )
                 self._reindex(eid, r)
@@ -827,10 +878,13 @@ class Store:
         self._count(r.session_id, r.kind, data, tally, 1)
         self._rewrite_event(
             eid, s_kind, aggregated,
-            "UPDATE events SET session_id=?, holder=?, claim=?, claim_since=?, subagent_id=?,"
-            " turn_id=?, ts=?, source_id=?, offset=?, packed=?, revision=? WHERE id=?",
-            (r.session_id, r.holder, r.claim, r.claim_since, r.subagent_id, r.turn_id, r.ts,
-             self._source_ids[r.source_path], r.offset, packed, revision, eid),
+            "UPDATE event_rows SET session_key=?, holder=?, claim=?, claim_since=?,"
+            " subagent_id=?, turn_key=?, ts=?, source_id=?, offset=?, packed=?, revision=?"
+            " WHERE id=?",
+            (self._keys_of("session_keys", {r.session_id})[r.session_id], r.holder, r.claim,
+             r.claim_since, r.subagent_id,
+             None if r.turn_id is None else self._keys_of("turn_keys", {r.turn_id})[r.turn_id],
+             r.ts, self._source_ids[r.source_path], r.offset, packed, revision, eid),
         )
         if revision == r.revision and r.data != s_data:
             self._reindex(eid, r)
