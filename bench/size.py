@@ -111,11 +111,15 @@ def stop_and_keep(d: Daemon, out: Path) -> None:
 
 
 def run_build(d: Daemon, out: Path) -> tuple[float, int]:
+    """The backfill's time to live; the store is kept once its search index is built
+    too (a cold backfill defers the index: measured at live, a store lacks most of it)."""
     wal = WalSampler(d.dir / "data" / "agentsrc.db-wal")
     try:
         t0 = d.start()
         d.wait_live(poll=0.05)
         elapsed = time.perf_counter() - t0
+        while d.call("status").get("search_index", {}).get("state", "ready") != "ready":
+            time.sleep(0.2)
         stop_and_keep(d, out)
     finally:
         peak = wal.stop()

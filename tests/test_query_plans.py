@@ -25,9 +25,13 @@ from scale import draw_cases
 BIG_TABLES = frozenset({
     "events", "event_copies", "sessions", "turns", "session_sources", "session_subagents",
     "search_titles", "sink_revised", "sink_sessions", "event_rows", "session_keys", "turn_keys",
+    "event_copy_rows", "turn_rows",
 })
-# The aliases inside the ``events`` view (schema.EVENTS_VIEW), as plans name them.
-VIEW_ALIASES = {"er": "events", "esk": "session_keys", "etk": "turn_keys"}
+# The aliases inside the views of schema 16 (schema.EVENTS_VIEW, EVENT_COPIES_VIEW,
+# TURNS_VIEW), as plans name them.
+VIEW_ALIASES = {"er": "events", "esk": "session_keys", "etk": "turn_keys", "eak": "adapter_keys",
+                "ecr": "event_copies", "ecs": "session_keys", "ect": "turn_keys",
+                "tr": "turns", "tts": "session_keys", "ttt": "turn_keys"}
 # Small by nature, scanned on purpose: one row per transcript file (a few tens of
 # thousands at most, and only sources.list scans it) and the store's named counters.
 _AGGREGATE = ("a maintained aggregate (store/aggregates.py), read whole by a report on purpose:"

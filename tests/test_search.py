@@ -21,6 +21,7 @@ from agentsrc_daemon.errors import RpcError
 from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.rpc.methods import search_query
 from agentsrc_daemon.store import Batch, Reader, Store
+from agentsrc_daemon.store.reader import EVENT_HIT_JOINS
 from agentsrc_daemon.store.search import QuerySyntaxError, compile_query, index_text, tokens
 from agentsrc_daemon.store.writer import SEARCH_CHUNK_IDS
 
@@ -300,7 +301,11 @@ def test_session_turns_read_back_step_by_step(store: Store, tmp_path: Path) -> N
     plans = [str(row[3]) for row in r.conn.execute(
         "EXPLAIN QUERY PLAN SELECT id FROM events WHERE session_id = ? AND id > ?"
         " AND subagent_id IS NULL AND kind IN ('prompt') ORDER BY id LIMIT 2000", ("x", 0))]
-    assert all("events_session" in p for p in plans if p.startswith(("SCAN", "SEARCH"))), plans
+    # The session's key looked up (schema 16), then its events walked by events_session.
+    assert [p for p in plans if p.startswith(("SCAN", "SEARCH"))] == [
+        "SEARCH esk USING COVERING INDEX sqlite_autoindex_session_keys_1 (id=?)",
+        "SEARCH er USING INDEX events_session (session_key=? AND rowid>?)",
+    ], plans
 
 
 def test_live_lines_name_the_session_and_summarize_the_step() -> None:
@@ -460,11 +465,12 @@ def test_sessions_filters_sorts_and_pages(store: Store, tmp_path: Path) -> None:
     with pytest.raises(RpcError, match="sort must be"):
         sessions_list(r, {"sort": "size"})
     plan = [str(row[3]) for row in r.conn.execute(
-        "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE id IN (SELECT COALESCE(e.session_id,"
-        " t.session_id) FROM search_index f LEFT JOIN events e ON f.rowid > 0 AND e.id = f.rowid"
+        "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE id IN (SELECT COALESCE(ek.id,"
+        f" t.session_id) FROM search_index f{EVENT_HIT_JOINS}"
         " LEFT JOIN search_titles t ON f.rowid < 0 AND t.id = -f.rowid"
         " WHERE search_index MATCH 'zebra')")]
-    assert not [p for p in plan if p.startswith("SCAN e")], plan
+    assert not [p for p in plan if p.startswith(("SCAN e", "MATERIALIZE"))], plan
+    assert "SEARCH e USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN" in plan, plan
 
 
 def test_times_for_a_person() -> None:

@@ -250,6 +250,12 @@ def test_a_schema_15_store_gets_integer_session_keys_in_chunks_through_kill_9(
         "SELECT COUNT(DISTINCT session_id), COUNT(DISTINCT turn_id), COUNT(DISTINCT adapter),"
         " COUNT(*) FROM events"
     ).fetchone()
+    copies = fresh_db.execute(
+        "SELECT event_id, session_id, turn_id, subagent_id FROM event_copies"
+        " ORDER BY event_id, session_id"
+    ).fetchall()
+    turn_rows = fresh_db.execute("SELECT * FROM turns ORDER BY session_id, turn_id").fetchall()
+    assert len(copies) > 100 and len(turn_rows) > 100
     assert adapters == 5  # the adapters of the corpus's transcripts
     fresh_db.close()
     schema_copy(fresh.data_dir / "agentsrc.db", tmp_path / "v15.db", 15)
@@ -293,6 +299,15 @@ def test_a_schema_15_store_gets_integer_session_keys_in_chunks_through_kill_9(
         " SUM(adapter = '') FROM event_rows"
     ).fetchone() == (events, sessions, events, events, turns, adapters, events)
     assert conn.execute("SELECT COUNT(*) FROM adapter_keys").fetchone() == (adapters,)
+    # The copies and the turns, keyed, read back through their views as they were.
+    assert conn.execute(
+        "SELECT event_id, session_id, turn_id, subagent_id FROM event_copies"
+        " ORDER BY event_id, session_id"
+    ).fetchall() == copies
+    assert conn.execute("SELECT * FROM turns ORDER BY session_id, turn_id").fetchall() == turn_rows
+    assert conn.execute(
+        "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('event_copies_text', 'turns_text')"
+    ).fetchone() == (0,)
     assert conn.execute("SELECT COUNT(*) FROM session_keys").fetchone() == (sessions,)
     assert conn.execute("SELECT COUNT(*) FROM turn_keys").fetchone() == (turns,)
     assert conn.execute(

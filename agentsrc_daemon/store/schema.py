@@ -313,7 +313,9 @@ ADD_PROJECT_INDEXES = index_migration("project_indexes", PROJECT_INDEXES)
 # about 130 of the 535 bytes an event took. Now the rows are ``event_rows`` with
 # ``session_key``, ``turn_key`` and ``adapter_key`` (session_keys, turn_keys,
 # adapter_keys: each text once), and ``events`` is a view that joins them back in
-# under their old names, so every query reads the columns it read before. LEFT JOINs on
+# under their old names, so every query reads the columns it read before. The same for
+# the copies of events (event_copy_rows, the view event_copies) and the turns
+# (turn_rows, the view turns), which held the text ids too: about 8 bytes per event. LEFT JOINs on
 # the keys' INTEGER PRIMARY KEY: SQLite leaves out a join whose columns a query does not
 # read, and a query that filters by ``session_id`` makes it an inner join driven from
 # session_keys. Writes go to event_rows (store/writer.py). The old text columns stay,
@@ -324,9 +326,13 @@ ADD_PROJECT_INDEXES = index_migration("project_indexes", PROJECT_INDEXES)
 # transaction) renames the table, adds the key columns and swaps the indexes that held
 # the text id for their key twins, empty until the chunks fill them: events_session is
 # partial on ``session_key IS NOT NULL`` (an equality on the key implies it, so queries
-# use it) and each chunk's rows join it as the chunk keys them; the project filters'
-# by-session indexes (a few percent of the events) are built at once. The space the
-# text ids took stays inside the table's pages until a VACUUM (tools/compact_store.py).
+# use it) and each chunk's rows join it as the chunk keys them. It is on the key alone:
+# an index ends with the rowid, so its entries are in (key, id) order all the same, and
+# naming ``id`` stored it twice (4-5 bytes per event); the project filters'
+# by-session indexes (a few percent of the events) are built at once. The turns (one per
+# 40 events or so) are copied into turn_rows by begin too; the copies of a chunk's
+# events into event_copy_rows by its step. The space the text ids took stays inside the
+# table's pages until a VACUUM (tools/compact_store.py).
 EVENTS_VIEW = (
     "CREATE VIEW events AS SELECT er.id AS id, er.key_hash AS key_hash, esk.id AS session_id,"
     " er.kind AS kind, er.ts AS ts, etk.id AS turn_id, er.tool AS tool, er.call_id AS call_id,"
@@ -337,6 +343,19 @@ EVENTS_VIEW = (
     " FROM event_rows er LEFT JOIN session_keys esk ON esk.key = er.session_key"
     " LEFT JOIN turn_keys etk ON etk.key = er.turn_key"
     " LEFT JOIN adapter_keys eak ON eak.key = er.adapter_key"
+)
+EVENT_COPIES_VIEW = (
+    "CREATE VIEW event_copies AS SELECT ecr.event_id AS event_id, ecs.id AS session_id,"
+    " ect.id AS turn_id, ecr.subagent_id AS subagent_id, ecr.session_key AS session_key"
+    " FROM event_copy_rows ecr LEFT JOIN session_keys ecs ON ecs.key = ecr.session_key"
+    " LEFT JOIN turn_keys ect ON ect.key = ecr.turn_key"
+)
+TURNS_VIEW = (
+    "CREATE VIEW turns AS SELECT tts.id AS session_id, ttt.id AS turn_id,"
+    " tr.started_at AS started_at, tr.ended_at AS ended_at, tr.status AS status,"
+    " tr.cwd AS cwd, tr.model AS model"
+    " FROM turn_rows tr LEFT JOIN session_keys tts ON tts.key = tr.session_key"
+    " LEFT JOIN turn_keys ttt ON ttt.key = tr.turn_key"
 )
 # The sink's change feed of events rewritten in place (schema 7), on the rows' columns.
 SINK_EVENT_REVISED = """
@@ -377,10 +396,27 @@ def _begin_keys(conn: apsw.Connection) -> None:
         " ALTER TABLE event_rows ADD COLUMN session_key INTEGER;"
         " ALTER TABLE event_rows ADD COLUMN turn_key INTEGER;"
         " ALTER TABLE event_rows ADD COLUMN adapter_key INTEGER;"
-        " CREATE INDEX events_session ON event_rows(session_key, id)"
+        " CREATE INDEX events_session ON event_rows(session_key)"
         "  WHERE session_key IS NOT NULL;"
         + "".join(f" {sql};" for sql in KEYED_PROJECT_INDEXES)
-        + " INSERT INTO counters(name, value) SELECT 'keys_target',"
+        + " ALTER TABLE event_copies RENAME TO event_copies_text;"
+        " DROP INDEX IF EXISTS event_copies_session;"
+        " CREATE TABLE event_copy_rows ("
+        "  event_id INTEGER NOT NULL, session_key INTEGER NOT NULL, turn_key INTEGER,"
+        "  subagent_id TEXT, PRIMARY KEY (event_id, session_key)) WITHOUT ROWID;"
+        " CREATE INDEX event_copies_session ON event_copy_rows(session_key, event_id);"
+        " CREATE TABLE turn_rows ("
+        "  session_key INTEGER NOT NULL, turn_key INTEGER NOT NULL,"
+        "  started_at TEXT, ended_at TEXT, status TEXT, cwd TEXT, model TEXT,"
+        "  PRIMARY KEY (session_key, turn_key)) WITHOUT ROWID;"
+        " INSERT OR IGNORE INTO session_keys(id) SELECT session_id FROM turns;"
+        " INSERT OR IGNORE INTO turn_keys(id) SELECT turn_id FROM turns;"
+        " INSERT INTO turn_rows SELECT"
+        "  (SELECT key FROM session_keys k WHERE k.id = t.session_id),"
+        "  (SELECT key FROM turn_keys k WHERE k.id = t.turn_id),"
+        "  t.started_at, t.ended_at, t.status, t.cwd, t.model FROM turns t;"
+        " DROP TABLE turns;"
+        " INSERT INTO counters(name, value) SELECT 'keys_target',"
         "  COALESCE((SELECT MAX(id) FROM event_rows), 0);"
         " INSERT INTO counters(name, value) VALUES ('keys_done', 0);"
     )
@@ -404,11 +440,31 @@ def _keys_step(conn: apsw.Connection, after: int, upto: int) -> None:
         f" session_id = '', turn_id = NULL, adapter = '' WHERE {chunk}",
         (after, upto, after, upto, after, upto, after, upto),
     )
+    copies = "c.event_id > ? AND c.event_id <= ?"
+    conn.execute(
+        "INSERT OR IGNORE INTO session_keys(id)"
+        f" SELECT c.session_id FROM event_copies_text c WHERE {copies};"
+        "INSERT OR IGNORE INTO turn_keys(id)"
+        f" SELECT c.turn_id FROM event_copies_text c WHERE {copies} AND c.turn_id IS NOT NULL;"
+        "INSERT OR IGNORE INTO event_copy_rows SELECT c.event_id,"
+        " (SELECT k.key FROM session_keys k WHERE k.id = c.session_id),"
+        " (SELECT k.key FROM turn_keys k WHERE k.id = c.turn_id), c.subagent_id"
+        f" FROM event_copies_text c WHERE {copies}",
+        (after, upto, after, upto, after, upto),
+    )
 
 
 def _finish_keys(conn: apsw.Connection) -> None:
+    # Copies of events after the target (none: ids only grow, and nothing is written
+    # during a migration) would be lost with the table: it must be empty of them.
+    left = conn.execute(
+        "SELECT COUNT(*) FROM event_copies_text WHERE event_id >"
+        " (SELECT value FROM counters WHERE name = 'keys_target')"
+    ).fetchone()
+    assert left == (0,), left
     conn.execute(
-        f"{EVENTS_VIEW}; {SINK_EVENT_REVISED}"
+        f"DROP TABLE event_copies_text; {EVENTS_VIEW}; {EVENT_COPIES_VIEW}; {TURNS_VIEW};"
+        f" {SINK_EVENT_REVISED}"
         " DELETE FROM counters WHERE name IN ('keys_done', 'keys_target');"
     )
 

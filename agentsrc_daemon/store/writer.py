@@ -710,15 +710,17 @@ class Store:
         )
 
     def _merge_turn(self, t: TurnFacts) -> None:
+        session_key = self._keys_of("session_keys", {t.session_id})[t.session_id]
+        turn_key = self._keys_of("turn_keys", {t.turn_id})[t.turn_id]
         self.conn.execute(
-            "INSERT INTO turns(session_id, turn_id, started_at, ended_at, status, cwd, model)"
-            " VALUES(?,?,?,?,?,?,?) ON CONFLICT(session_id, turn_id) DO UPDATE SET"
-            " started_at=COALESCE(turns.started_at, excluded.started_at),"
-            " ended_at=COALESCE(excluded.ended_at, turns.ended_at),"
-            " status=COALESCE(excluded.status, turns.status),"
-            " cwd=COALESCE(turns.cwd, excluded.cwd),"
-            " model=COALESCE(excluded.model, turns.model)",
-            (t.session_id, t.turn_id, t.started_at, t.ended_at, t.status, t.cwd, t.model),
+            "INSERT INTO turn_rows(session_key, turn_key, started_at, ended_at, status, cwd,"
+            " model) VALUES(?,?,?,?,?,?,?) ON CONFLICT(session_key, turn_key) DO UPDATE SET"
+            " started_at=COALESCE(turn_rows.started_at, excluded.started_at),"
+            " ended_at=COALESCE(excluded.ended_at, turn_rows.ended_at),"
+            " status=COALESCE(excluded.status, turn_rows.status),"
+            " cwd=COALESCE(turn_rows.cwd, excluded.cwd),"
+            " model=COALESCE(excluded.model, turn_rows.model)",
+            (session_key, turn_key, t.started_at, t.ended_at, t.status, t.cwd, t.model),
         )
 
     def _insert_events(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
@@ -889,7 +891,8 @@ class Store:
         if revision == r.revision and r.data != s_data:
             self._reindex(eid, r)
         self.conn.execute(
-            "DELETE FROM event_copies WHERE event_id=? AND session_id=?", (eid, r.session_id)
+            "DELETE FROM event_copy_rows WHERE event_id=? AND session_key=?",
+            (eid, self._keys_of("session_keys", {r.session_id})[r.session_id]),
         )
         if s_holder != r.session_id:
             copies.append((eid, s_holder, s_turn, s_sub))
@@ -910,10 +913,15 @@ class Store:
 
     def _add_copies(self, copies: list[tuple[int, str, str | None, str | None]]) -> None:
         if copies:
+            sessions = self._keys_of("session_keys", {c[1] for c in copies})
+            turns = self._keys_of("turn_keys", {c[2] for c in copies})
             self.conn.executemany(
-                "INSERT OR IGNORE INTO event_copies(event_id, session_id, turn_id, subagent_id)"
-                " VALUES(?,?,?,?)",
-                copies,
+                "INSERT OR IGNORE INTO event_copy_rows(event_id, session_key, turn_key,"
+                " subagent_id) VALUES(?,?,?,?)",
+                [
+                    (eid, sessions[sid], None if turn is None else turns[turn], sub)
+                    for eid, sid, turn, sub in copies
+                ],
             )
 
     def _reindex(self, event_id: int, r: Row) -> None:
