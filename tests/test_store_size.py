@@ -72,7 +72,7 @@ def test_queries_read_the_packed_data_as_json(tmp_path: Path) -> None:
 def schema_7_copy(fresh_db: Path, out_db: Path) -> None:
     """A store of schema 7 holding what ``fresh_db`` holds: the old migrations up to 7
     (the old code's schema, exactly), then every table's rows copied in, the events'
-    data as the JSON the old code stored."""
+    data and the sources' states as the JSON the old code stored."""
     conn = connect(out_db)
     for v in range(7):
         run_migration(conn, v)
@@ -93,6 +93,7 @@ def schema_7_copy(fresh_db: Path, out_db: Path) -> None:
             conn.execute(f"INSERT INTO main.{table}({names}) SELECT {names} FROM fresh.{table}")
         conn.execute("DELETE FROM main.sqlite_sequence")
         conn.execute("INSERT INTO main.sqlite_sequence SELECT * FROM fresh.sqlite_sequence")
+        conn.execute("UPDATE main.sources SET state = unpack(state)")  # stored packed since 16
     conn.execute("DETACH DATABASE fresh")
     conn.close()
 
@@ -109,12 +110,19 @@ def test_the_schema_7_copy_is_the_old_schema(tmp_path: Path) -> None:
         " VALUES(x'01', 's', 'prompt', 'codex', 1, 0, ?)",
         (packing.pack(data),),
     )
+    state = orjson.dumps({"turn": 3, "cwd": "/home/u/p", "pending": {"c1": ["shell", "git log"] * 4}})
+    fresh.execute(
+        "INSERT INTO sources(path, adapter, mode, state) VALUES('/a.jsonl', 'codex', 'jsonl', ?)",
+        (packing.pack(state),),
+    )
+    assert packing.pack(state)[:1] == packing.PACKED_V1
     fresh.close()
     schema_7_copy(tmp_path / "fresh.db", tmp_path / "v7.db")
     old = apsw.Connection(str(tmp_path / "v7.db"), flags=apsw.SQLITE_OPEN_READONLY)
     cols = [r[1] for r in old.execute("PRAGMA table_xinfo(events)")]
     assert cols[13] == "data" and "packed" not in cols
     assert old.execute("SELECT data FROM events").fetchall() == [(data,)]
+    assert old.execute("SELECT state FROM sources").fetchall() == [(state,)]
     assert isinstance(MIGRATIONS[6], str) and "sink_event_revised" in MIGRATIONS[6]
 
 
@@ -195,6 +203,20 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
         "SELECT SUM(substr(packed, 1, 1) = x'01'), COUNT(*) FROM events"
     ).fetchone()
     assert packed[0] > packed[1] // 2  # most rows packed, the rest too short to gain
+    # The states too (schema.PACK_STATES, after the events'): the fresh store's, packed
+    # as its writer packed them, but for the files the live daemon has saved since
+    # (OpenCode's database is polled each round: a later updated_at).
+    built = connect(fresh.data_dir / "agentsrc.db", readonly=True)
+    states = {p: (s, t) for p, s, t in conn.execute("SELECT path, state, updated_at FROM sources")}
+    want = {p: (s, t) for p, s, t in built.execute("SELECT path, state, updated_at FROM sources")}
+    assert states.keys() == want.keys()
+    saved = {p for p in states if states[p][1] != want[p][1]}
+    assert all(states[p][1] > want[p][1] for p in saved)
+    assert len(saved) < len(states) // 4, len(saved)
+    assert {p: s for p, (s, _) in states.items() if p not in saved} == {
+        p: s for p, (s, _) in want.items() if p not in saved}
+    assert sum(1 for s, _ in states.values() if s and s[:1] == packing.PACKED_V1) > len(states) // 2
+    built.close()
     conn.close()
     # Compacted (the daemon stopped): the file shrinks, the answers stay.
     d.stop()
