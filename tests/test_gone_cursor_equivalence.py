@@ -75,7 +75,7 @@ class Side:
             for p, a, m, dev, ino, size, mt, off, hl, hh, sk, state, gen, lines, skipped, gone
             in conn.execute(
                 "SELECT path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len,"
-                " head_hash, skipping, state, generation, lines, skipped, gone_at"
+                " head_hash, skipping, unpack(state), generation, lines, skipped, gone_at"
                 " FROM sources ORDER BY path"
             )
         ]

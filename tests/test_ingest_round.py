@@ -15,7 +15,7 @@ from agentsrc_daemon.adapters import ADAPTERS, claude
 from agentsrc_daemon.events import AGENTS, Event, Record, SessionFacts
 from agentsrc_daemon.ingest import sources
 from agentsrc_daemon.ingest.round import ADAPTER_ERROR, Ingestor
-from agentsrc_daemon.store import Batch, Reader, Store
+from agentsrc_daemon.store import Batch, Reader, Store, packing
 
 SID = "0b8a6a2e-0000-4000-8000-000000000001"
 SECRET_WORDS = "the user's own words"
@@ -162,6 +162,9 @@ def test_a_restart_reads_no_state_until_a_file_is_read_sidecars_included(tmp_pat
     store.commit(batch)
     stored = store.cursor_state(ingestor.cursors[spec.path].source_id or 0)
     assert stored is not None and b"sig" in stored
+    # Stored packed (store/packing.py): the start's SQL unpacks it to find the signature.
+    (raw,) = store.conn.execute("SELECT state FROM sources").fetchone()
+    assert raw[:1] == packing.PACKED_V1 and packing.unpack(raw) == stored
 
     again = Ingestor(max_line_bytes=1 << 20, state_loader=store.cursor_state)
     again.cursors = store.load_cursors(states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS)

@@ -71,8 +71,9 @@ def schema_copy(fresh_db: Path, out_db: Path, version: int) -> None:
     """A store of schema ``version`` holding what ``fresh_db`` holds: the old migrations
     up to it (the old code's schema, exactly), then every table's rows copied in (the
     events from the ``events`` view, which gives the old columns: the text ids, and at
-    schema 7 the data as the JSON the old code stored). Triggers are left out while the
-    rows go in (the aggregates' would count them twice) and put back after."""
+    schema 7 the data as the JSON the old code stored; before 17 the sources' states
+    too, as JSON). Triggers are left out while the rows go in (the aggregates' would
+    count them twice) and put back after."""
     conn = connect(out_db)
     for v in range(version):
         run_migration(conn, v)
@@ -101,6 +102,8 @@ def schema_copy(fresh_db: Path, out_db: Path, version: int) -> None:
             "INSERT INTO main.sqlite_sequence SELECT CASE name WHEN 'event_rows' THEN 'events'"
             " ELSE name END, seq FROM fresh.sqlite_sequence"
         )
+        if version < 17:  # states stored packed since 17
+            conn.execute("UPDATE main.sources SET state = unpack(state)")
         for _, sql in triggers:
             conn.execute(sql)
     conn.execute("DETACH DATABASE fresh")
@@ -120,12 +123,19 @@ def test_the_schema_7_copy_is_the_old_schema(tmp_path: Path) -> None:
     data = orjson.dumps({"text": "hello " * 30})
     insert_event_row(fresh, "s", key_hash=b"\x01", kind="prompt", adapter="codex", source_id=1,
                      offset=0, packed=packing.pack(data))
+    state = orjson.dumps({"turn": 3, "cwd": "/home/u/p", "pending": {"c1": ["shell", "git log"] * 4}})
+    fresh.execute(
+        "INSERT INTO sources(path, adapter, mode, state) VALUES('/a.jsonl', 'codex', 'jsonl', ?)",
+        (packing.pack(state),),
+    )
+    assert packing.pack(state)[:1] == packing.PACKED_V1
     fresh.close()
     schema_7_copy(tmp_path / "fresh.db", tmp_path / "v7.db")
     old = apsw.Connection(str(tmp_path / "v7.db"), flags=apsw.SQLITE_OPEN_READONLY)
     cols = [r[1] for r in old.execute("PRAGMA table_xinfo(events)")]
     assert cols[13] == "data" and "packed" not in cols
     assert old.execute("SELECT data FROM events").fetchall() == [(data,)]
+    assert old.execute("SELECT state FROM sources").fetchall() == [(state,)]
     assert isinstance(MIGRATIONS[6], str) and "sink_event_revised" in MIGRATIONS[6]
 
 
@@ -219,6 +229,20 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
         "SELECT SUM(substr(packed, 1, 1) = x'01'), COUNT(*) FROM events"
     ).fetchone()
     assert packed[0] > packed[1] // 2  # most rows packed, the rest too short to gain
+    # The states too (schema.PACK_STATES, after the events'): the fresh store's, packed
+    # as its writer packed them, but for the files the live daemon has saved since
+    # (OpenCode's database is polled each round: a later updated_at).
+    built = connect(fresh.data_dir / "agentsrc.db", readonly=True)
+    states = {p: (s, t) for p, s, t in conn.execute("SELECT path, state, updated_at FROM sources")}
+    want = {p: (s, t) for p, s, t in built.execute("SELECT path, state, updated_at FROM sources")}
+    assert states.keys() == want.keys()
+    saved = {p for p in states if states[p][1] != want[p][1]}
+    assert all(states[p][1] > want[p][1] for p in saved)
+    assert len(saved) < len(states) // 4, len(saved)
+    assert {p: s for p, (s, _) in states.items() if p not in saved} == {
+        p: s for p, (s, _) in want.items() if p not in saved}
+    assert sum(1 for s, _ in states.values() if s and s[:1] == packing.PACKED_V1) > len(states) // 2
+    built.close()
     conn.close()
     # Compacted (the daemon stopped): the file shrinks, the answers stay.
     d.stop()

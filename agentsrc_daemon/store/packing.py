@@ -1,11 +1,17 @@
 """How an event's ``data`` (JSON) is stored: deflated against a fixed dictionary when that
-is smaller, as it was written otherwise.
+is smaller, as it was written otherwise. A file's adapter state (``sources.state``,
+JSON) is stored in the same format (``pack``/``unpack``): measured on a store of 10
+copies of the corpus (docs/performance.md, "Store size and migration"), the events'
+dictionary and 8 KiB window packed the states to 0.43 of their JSON, smaller than
+deflate with a full window and no dictionary (0.45), and a dictionary of the states'
+own keys (derived from those states) packed them 1.5% smaller: not worth a second
+format.
 
 The physical column is ``events.packed``; ``events.data`` is a VIRTUAL generated column,
 ``unpack(packed)``, so every query reads (and ``json_extract``s) the JSON exactly as
 before. The format is self-describing: a packed value starts with ``PACKED_V1``, a JSON
 object with ``{``; so a store whose rows are only partly packed (during the schema 7 -> 8
-migration) reads the same as a fully packed one.
+migration, or the states' during schema.PACK_STATES) reads the same as a fully packed one.
 
 ``DICTIONARY`` is part of the stored format: never edit it. A better one gets a new
 leading byte and both stay readable.
@@ -64,7 +70,8 @@ _MEMLEVEL = 6
 
 
 def pack(data: bytes) -> bytes:
-    """The stored form of an event's JSON: deflated when that is shorter."""
+    """The stored form of a JSON value (an event's data, a file's state): deflated when
+    that is shorter."""
     if len(data) < MIN_PACK_BYTES:
         return data
     c = zlib.compressobj(_LEVEL, zlib.DEFLATED, _WBITS, _MEMLEVEL, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
@@ -80,14 +87,20 @@ def unpack(stored: bytes | None) -> bytes | None:
     return d.decompress(stored[1:]) + d.flush()
 
 
+def repack(value: bytes | str) -> bytes:
+    """``pack`` of a value as a column may hold it: JSON text is encoded first, and a
+    value already packed is left as it is (idempotent)."""
+    if isinstance(value, str):
+        value = value.encode()
+    return value if value[:1] == PACKED_V1 else pack(value)
+
+
 def _sql_pack(*args: Any) -> Any:
     """Idempotent (a resumed migration may meet packed values): only JSON is packed."""
     (value,) = args
-    if isinstance(value, str):
-        value = value.encode()
-    if not isinstance(value, bytes) or value[:1] == PACKED_V1:
+    if not isinstance(value, (bytes, str)):
         return value
-    return pack(value)
+    return repack(value)
 
 
 # The last value unpacked is kept (per connection) when it is at most this long: a query
@@ -141,7 +154,7 @@ def _memo_unpack() -> Any:
 
 def register(conn: apsw.Connection) -> None:
     """``events.data`` is ``unpack(packed)``: every connection that reads or writes the
-    events table needs the function (schema.connect registers it); ``pack`` is the
-    migration's."""
+    events table needs the function (schema.connect registers it), and the SQL that reads
+    a file's state (``unpack(state)``); ``pack`` is the migrations'."""
     conn.create_scalar_function("unpack", _memo_unpack(), 1, deterministic=True)
     conn.create_scalar_function("pack", _sql_pack, 1, deterministic=True)

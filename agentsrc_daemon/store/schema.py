@@ -473,6 +473,43 @@ KEY_SESSIONS = ChunkedMigration(
     name="keys", begin=_begin_keys, step=_keys_step, finish=_finish_keys
 )
 
+# 16 -> 17: every file's adapter state (sources.state) stored packed, as the events'
+# data is (store/packing.py, the same format; docs/performance.md, "Store size and
+# migration": 10 bytes of the store per event, 0.43 of them left). The writer packs a
+# state as it saves it; the states already stored are packed here in place, in chunks
+# of PACK_STATES_CHUNK source ids per transaction (a state is a few KB: a chunk writes
+# about 1.5 MB). The format is self-describing, so a state reads the same (unpacked by
+# the Store and by the SQL that reads the sidecar signatures) before and after its
+# chunk; a chunk done twice leaves the packed ones as they are. As with the events,
+# the space freed stays inside the table's pages until a VACUUM.
+PACK_STATES_CHUNK = 500
+
+
+def _begin_packing_states(conn: apsw.Connection) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO counters(name, value)"
+        " SELECT 'pack_states_target', COALESCE((SELECT MAX(id) FROM sources), 0);"
+        " INSERT OR IGNORE INTO counters(name, value) VALUES ('pack_states_done', 0);"
+    )
+
+
+def _pack_states_step(conn: apsw.Connection, after: int, upto: int) -> None:
+    conn.execute(
+        "UPDATE sources SET state = pack(state) WHERE id > ? AND id <= ?"
+        " AND state IS NOT NULL AND substr(state, 1, 1) IS NOT x'01'",
+        (after, upto),
+    )
+
+
+def _finish_packing_states(conn: apsw.Connection) -> None:
+    conn.execute("DELETE FROM counters WHERE name IN ('pack_states_done', 'pack_states_target')")
+
+
+PACK_STATES = ChunkedMigration(
+    name="pack_states", begin=_begin_packing_states, step=_pack_states_step,
+    finish=_finish_packing_states, chunk=PACK_STATES_CHUNK,
+)
+
 # Event ids per transaction of a chunked migration (AGENTSRC_MIGRATE_CHUNK overrides):
 # a chunk rewrites about 5 MiB of table pages, well within the WAL's bound.
 MIGRATE_CHUNK_IDS = 10_000
@@ -773,6 +810,8 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     "INSERT INTO search_index(search_index, rank) VALUES('automerge', 0);",
     # 15 -> 16: see KEY_SESSIONS.
     KEY_SESSIONS,
+    # 16 -> 17: see PACK_STATES.
+    PACK_STATES,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -218,18 +218,20 @@ class Store:
         self, *, states: bool = True, sidecar_adapters: Iterable[str] = (), gone: bool = True
     ) -> dict[str, Cursor]:
         """Every file's cursor. With ``states`` False (the daemon's start) the adapter
-        states are not read: a large home holds about 100 MB of them, and most files
-        are never read again; ``cursor_state`` fetches one when its file is read. Only
-        the sidecar signature of the present sources of ``sidecar_adapters`` is taken
-        from them (by SQLite: about 0.1 s for 10,000 states, against 1-2 s to fetch
-        and decode them). With ``gone`` False (the start too) the files marked gone are
+        states are not read: a large home holds about 100 MB of them (as JSON; under
+        half that packed), and most files are never read again; ``cursor_state`` fetches
+        one when its file is read. Only the sidecar signature of the present sources of
+        ``sidecar_adapters`` is taken from them (by SQLite, which unpacks each: see
+        docs/performance.md, "Store size and migration"). With ``states`` True each
+        state is unpacked here (the cursor holds JSON) and decoded when its file is
+        read. With ``gone`` False (the start too) the files marked gone are
         left out: a large home has more of them than files on disk (24,203 of 44,203),
         and one is needed only if its path comes back (``gone_cursor``)."""
         sidecar_adapters = tuple(sidecar_adapters)  # bound below: an iterator is read once
         adapters = ",".join("?" * len(sidecar_adapters)) or "NULL"
         sig_column = (
             f"CASE WHEN gone_at IS NULL AND adapter IN ({adapters}) THEN"
-            f" json_extract(CAST(state AS TEXT), '$.\"{SIDECAR_KEY}\".sig') END"
+            f" json_extract(CAST(unpack(state) AS TEXT), '$.\"{SIDECAR_KEY}\".sig') END"
             if not states else "NULL"
         )
         columns = _CURSOR_COLUMNS.format(
@@ -278,7 +280,7 @@ class Store:
             head_len=head_len,
             head_hash=head_hash,
             skipping=bool(skipping),
-            state_json=state or None,  # decoded when the file is read
+            state_json=packing.unpack(state) or None,  # decoded when the file is read
             state_in_store=not states,
             sidecar_sig=orjson.loads(sig) if sig else None,
             generation=generation,
@@ -296,9 +298,9 @@ class Store:
         return {p: committed[p] for p in paths if p in committed}
 
     def cursor_state(self, source_id: int) -> bytes | str | None:
-        """One file's adapter state as stored (JSON), for a cursor loaded without it."""
+        """One file's adapter state (JSON, unpacked), for a cursor loaded without it."""
         row = self.conn.execute("SELECT state FROM sources WHERE id=?", (source_id,)).fetchone()
-        return (row[0] or None) if row is not None else None
+        return (packing.unpack(row[0]) or None) if row is not None else None
 
     def _source_id(self, cursor: Cursor) -> int:
         sid = cursor.source_id or self._source_ids.get(cursor.path)
@@ -316,10 +318,12 @@ class Store:
 
     def _save_cursor(self, c: Cursor) -> None:
         sid = self._source_id(c)
-        # A state that never left the store (a file marked gone, say) is kept as it is.
+        # A state that never left the store (a file marked gone, say) is kept as it is;
+        # any other is stored packed (store/packing.py: 0.43 of its JSON, measured).
         state = "" if c.state_in_store else " state=?,"
         values: tuple[Any, ...] = () if c.state_in_store else (
-            orjson.dumps(c.state) if c.state is not None else c.state_json,
+            pack(orjson.dumps(c.state)) if c.state is not None
+            else packing.repack(c.state_json) if c.state_json else None,
         )
         self.conn.execute(
             "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?,"
