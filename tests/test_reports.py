@@ -23,6 +23,7 @@ from agentsrc_daemon.store import Batch, Reader, Store, aggregates, schema, usag
 
 from bigstore import BigStore, build
 from corpus import corpus_home
+from harness import schema_copy
 
 AGG_TABLES = ("agg_usage", "agg_secret_values", "agg_secret_sessions", "agg_secret_files", "agg_secret_paths",
               "agg_sensitive", "agg_external_reads")
@@ -235,23 +236,17 @@ def test_reports_after_any_commits(tmp_path_factory: pytest.TempPathFactory,
 
 
 def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tmp_path: Path) -> None:
-    """A store at the version before FILL_AGGREGATES (the aggregates dropped), migrated in small chunks with
-    progress, and interrupted once (a chunk fails): resumed, it holds what the writer
-    maintained."""
-    db = tmp_path / "s9.db"
+    """A store at the version before FILL_AGGREGATES (the old migrations, the corpus
+    store's rows copied in), migrated in small chunks with progress, and interrupted
+    once (a chunk fails): resumed, it holds what the writer maintained."""
+    db = tmp_path / "s10.db"
     src = schema.connect(corpus_store.db_path, readonly=True)
-    conn = schema.connect(db)
-    with conn.backup("main", src, "main") as b:
-        b.step()
+    want = agg_rows(src, AGG_TABLES)
     src.close()
-    want = agg_rows(conn, AGG_TABLES)
     version = schema.MIGRATIONS.index(schema.FILL_AGGREGATES)
-    with conn:
-        for t in AGG_TABLES:
-            conn.execute(f"DROP TABLE {t}")
-        conn.execute("DROP INDEX events_report_day")
-        conn.execute("DROP INDEX sessions_report")
-        conn.execute(f"PRAGMA user_version={version}")
+    schema_copy(corpus_store.db_path, db, version)
+    conn = schema.connect(db)
+    assert not list(conn.execute("SELECT name FROM sqlite_schema WHERE name = 'agg_usage'"))
     (last,) = next(iter(conn.execute("SELECT MAX(id) FROM events")))
     seen: list[tuple[str, int, int]] = []
 
@@ -273,29 +268,22 @@ def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tm
 
 
 def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: Path) -> None:
-    """A store at the version before FILL_USAGE_GROUPS (the groupings and their triggers
-    dropped): migrated with progress, it holds what the triggers kept, and keeps it
-    through a commit after."""
+    """A store at the version before FILL_USAGE_GROUPS (the old migrations, the corpus
+    store's rows copied in): migrated with progress, it holds what the triggers kept,
+    and keeps it through a commit after."""
     db = tmp_path / "s11.db"
     src = schema.connect(corpus_store.db_path, readonly=True)
-    conn = schema.connect(db)
-    with conn.backup("main", src, "main") as b:
-        b.step()
-    src.close()
-    want = agg_rows(conn)
-    assert want["agg_usage_by"] and want["agg_usage_group"]
-    sessions = next(iter(conn.execute("SELECT COUNT(DISTINCT session_id) FROM agg_usage")))[0]
-    assert [tuple(r) for r in conn.execute(
-        "SELECT sessions, responses FROM agg_usage_group WHERE dim = 'session'")] == [
-        (sessions, next(iter(conn.execute("SELECT SUM(responses) FROM agg_usage")))[0])]
+    want = agg_rows(src)
     version = schema.MIGRATIONS.index(schema.FILL_USAGE_GROUPS)
-    with conn:
-        for t in GROUP_TABLES:
-            conn.execute(f"DROP TABLE {t}")
-        for (name,) in list(conn.execute(
-                "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'agg_usage'")):
-            conn.execute(f"DROP TRIGGER {name}")
-        conn.execute(f"PRAGMA user_version={version}")
+    schema_copy(corpus_store.db_path, db, version)
+    conn = schema.connect(db)
+    assert not list(conn.execute("SELECT name FROM sqlite_schema WHERE name = 'agg_usage_by'"))
+    assert want["agg_usage_by"] and want["agg_usage_group"]
+    sessions = next(iter(src.execute("SELECT COUNT(DISTINCT session_id) FROM agg_usage")))[0]
+    assert [tuple(r) for r in src.execute(
+        "SELECT sessions, responses FROM agg_usage_group WHERE dim = 'session'")] == [
+        (sessions, next(iter(src.execute("SELECT SUM(responses) FROM agg_usage")))[0])]
+    src.close()
     seen: list[tuple[str, int, int]] = []
     schema.run_migration(conn, version, lambda *a: seen.append(a))
     assert seen == [("usage_groups", 0, 1), ("usage_groups", 1, 1)]

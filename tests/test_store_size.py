@@ -29,10 +29,16 @@ from agentsrc_daemon.store.schema import (
 )
 
 from corpus import corpus_home
-from harness import REPO, SID, DaemonFactory, claude_line, copy_tree, insert_event_row, wait_for
-
-# sqlite_sequence is copied on its own; the FTS5 table through its shadow tables.
-SCHEMA_7_TABLES_SKIPPED = {"sqlite_sequence", "search_index"}
+from harness import (
+    REPO,
+    SID,
+    DaemonFactory,
+    claude_line,
+    copy_tree,
+    insert_event_row,
+    schema_copy,
+    wait_for,
+)
 
 
 def test_pack_is_smaller_and_gives_back_the_same_bytes() -> None:
@@ -65,49 +71,6 @@ def test_queries_read_the_packed_data_as_json(tmp_path: Path) -> None:
 
 
 # ---- a store of schema 7, as main's code left it ------------------------------------------
-
-
-def schema_copy(fresh_db: Path, out_db: Path, version: int) -> None:
-    """A store of schema ``version`` holding what ``fresh_db`` holds: the old migrations
-    up to it (the old code's schema, exactly), then every table's rows copied in (the
-    events from the ``events`` view, which gives the old columns: the text ids, and at
-    schema 7 the data as the JSON the old code stored; before 17 the sources' states
-    too, as JSON). Triggers are left out while the rows go in (the aggregates' would
-    count them twice) and put back after."""
-    conn = connect(out_db)
-    for v in range(version):
-        run_migration(conn, v)
-    assert conn.execute("PRAGMA user_version").fetchone() == (version,)
-    conn.execute("ATTACH DATABASE ? AS fresh", (str(fresh_db),))
-    with conn:
-        triggers = list(conn.execute(
-            "SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger'"))
-        for name, _ in triggers:
-            conn.execute(f'DROP TRIGGER main."{name}"')
-        tables = [
-            name for (name,) in conn.execute(
-                "SELECT name FROM main.sqlite_schema WHERE type = 'table'"
-                " AND name NOT LIKE 'sqlite_%'"
-            )
-            if name not in SCHEMA_7_TABLES_SKIPPED
-        ]
-        for table in tables:
-            cols = [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
-            names = ", ".join(cols)
-            conn.execute(f"DELETE FROM main.{table}")
-            conn.execute(f"INSERT INTO main.{table}({names}) SELECT {names} FROM fresh.{table}")
-        conn.execute("DELETE FROM main.sqlite_sequence")
-        # The rows' table is event_rows since schema 16; before, it is events.
-        conn.execute(
-            "INSERT INTO main.sqlite_sequence SELECT CASE name WHEN 'event_rows' THEN 'events'"
-            " ELSE name END, seq FROM fresh.sqlite_sequence"
-        )
-        if version < 17:  # states stored packed since 17
-            conn.execute("UPDATE main.sources SET state = unpack(state)")
-        for _, sql in triggers:
-            conn.execute(sql)
-    conn.execute("DETACH DATABASE fresh")
-    conn.close()
 
 
 def schema_7_copy(fresh_db: Path, out_db: Path) -> None:
