@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -138,23 +139,43 @@ def _migrate_killed(
     return seen
 
 
-def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_one(
-    tmp_path: Path, daemon_factory: DaemonFactory
-) -> None:
+@dataclass
+class _OldStore:
+    """The corpus backfilled by a fresh daemon (its answers, its store), and a daemon
+    set up on a copy of that store at an older schema, to migrate it in small chunks."""
+
+    expected: dict[str, bytes]
+    fresh_db: Path
+    daemon: Any
+    db: Path
+
+
+def _old_store(
+    tmp_path: Path, daemon_factory: DaemonFactory, version: int, chunk: int
+) -> _OldStore:
     home = tmp_path / "home"
     copy_tree(corpus_home(), home)
     fresh = daemon_factory(home, AGENTSRC_WORKERS="0").start()
     fresh.wait_live(timeout=300)
     expected = socket_answers(lambda m, p: fresh.call(m, p))
     fresh.stop()
-    schema_7_copy(fresh.data_dir / "agentsrc.db", tmp_path / "v7.db")
-
-    chunk = 200
+    old = tmp_path / f"v{version}.db"
+    schema_copy(fresh.data_dir / "agentsrc.db", old, version)
     d = daemon_factory(home, AGENTSRC_MIGRATE_CHUNK=str(chunk), AGENTSRC_WORKERS="0")
     d.data_dir.mkdir(mode=0o700, parents=True)
     db = d.data_dir / "agentsrc.db"
-    shutil.copyfile(tmp_path / "v7.db", db)
+    shutil.copyfile(old, db)
     os.chmod(db, 0o600)
+    return _OldStore(expected, fresh.data_dir / "agentsrc.db", d, db)
+
+
+def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_one(
+    tmp_path: Path, daemon_factory: DaemonFactory
+) -> None:
+    chunk = 200
+    old = _old_store(tmp_path, daemon_factory, 7, chunk)
+    expected, d, db = old.expected, old.daemon, old.db
+
     def packed_up_to_the_mark(conn: apsw.Connection) -> None:
         # What the kill left: schema 7 still, the rows up to the high-water mark (a
         # chunk's end) packed, none after it: each chunk whole or not at all.
@@ -195,7 +216,7 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
     # The states too (schema.PACK_STATES, after the events'): the fresh store's, packed
     # as its writer packed them, but for the files the live daemon has saved since
     # (OpenCode's database is polled each round: a later updated_at).
-    built = connect(fresh.data_dir / "agentsrc.db", readonly=True)
+    built = connect(old.fresh_db, readonly=True)
     states = {p: (s, t) for p, s, t in conn.execute("SELECT path, state, updated_at FROM sources")}
     want = {p: (s, t) for p, s, t in built.execute("SELECT path, state, updated_at FROM sources")}
     assert states.keys() == want.keys()
@@ -226,13 +247,10 @@ def test_a_schema_15_store_gets_integer_session_keys_in_chunks_through_kill_9(
     """15 -> 16: the rows keyed in place in id chunks, each whole or not at all across
     kill -9s; the store then answers every socket method as a fresh one, and its rows
     hold no text id."""
-    home = tmp_path / "home"
-    copy_tree(corpus_home(), home)
-    fresh = daemon_factory(home, AGENTSRC_WORKERS="0").start()
-    fresh.wait_live(timeout=300)
-    expected = socket_answers(lambda m, p: fresh.call(m, p))
-    fresh.stop()
-    fresh_db = connect(fresh.data_dir / "agentsrc.db", readonly=True)
+    chunk = 300
+    old = _old_store(tmp_path, daemon_factory, 15, chunk)
+    expected, d, db = old.expected, old.daemon, old.db
+    fresh_db = connect(old.fresh_db, readonly=True)
     sessions, turns, adapters, events = fresh_db.execute(
         "SELECT COUNT(DISTINCT session_id), COUNT(DISTINCT turn_id), COUNT(DISTINCT adapter),"
         " COUNT(*) FROM events"
@@ -245,13 +263,6 @@ def test_a_schema_15_store_gets_integer_session_keys_in_chunks_through_kill_9(
     assert len(copies) > 100 and len(turn_rows) > 100
     assert adapters == 5  # the adapters of the corpus's transcripts
     fresh_db.close()
-    schema_copy(fresh.data_dir / "agentsrc.db", tmp_path / "v15.db", 15)
-    chunk = 300
-    d = daemon_factory(home, AGENTSRC_MIGRATE_CHUNK=str(chunk), AGENTSRC_WORKERS="0")
-    d.data_dir.mkdir(mode=0o700, parents=True)
-    db = d.data_dir / "agentsrc.db"
-    shutil.copyfile(tmp_path / "v15.db", db)
-    os.chmod(db, 0o600)
 
     def keyed_up_to_the_mark(conn: apsw.Connection) -> None:
         assert conn.execute("PRAGMA user_version").fetchone() == (15,)
