@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import orjson
 from run import REPO, Daemon, make_home  # bench/ is this script's own directory: on the path
 
 from agentsrc_daemon.store.schema import compact
@@ -251,10 +252,14 @@ def bench_size(args: argparse.Namespace) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def bench_migrate_store(store: Path, home: Path, kill_at: float, compact_too: bool) -> None:
-    """This tree's daemon migrating a COPY of ``store`` (a data dir of schema 7, e.g.
-    bench/bigstore.py's): killed with SIGKILL once status shows ``kill_at`` done, then
-    restarted and timed to live; dbstat before and after."""
+def bench_migrate_store(
+    store: Path, home: Path, kill_at: float, compact_too: bool, keep: Path | None = None
+) -> None:
+    """This tree's daemon migrating a COPY of ``store`` (a data dir of an older schema,
+    e.g. bench/bigstore.py's): killed with SIGKILL once status shows ``kill_at`` done,
+    then restarted and timed to live; dbstat before and after. With ``keep``, the copy
+    is kept there as a build's directory (its data/ and a meta.json naming the build's
+    home) for the other benchmarks (``bench/run.py scale --store KEEP``)."""
     d = Daemon(home)
     data = d.dir / "data"
     data.mkdir(parents=True, mode=0o700)
@@ -308,8 +313,28 @@ def bench_migrate_store(store: Path, home: Path, kill_at: float, compact_too: bo
             ev, compacted, file_c = dbstat(data / "agentsrc.db")
             print(f"compacted in {time.perf_counter() - t0:.0f}s")
             report([("before", ev, before, file_before), ("compacted", ev, compacted, file_c)])
+        if keep is not None:
+            keep_build(store, data, keep)
     finally:
         d.stop()
+
+
+def keep_build(store: Path, data: Path, keep: Path) -> None:
+    """The migrated copy moved to ``keep``/data, with the build's meta.json (beside
+    ``store``) brought to this schema."""
+    from agentsrc_daemon.store.schema import SCHEMA_VERSION
+
+    (keep / "data").mkdir(parents=True, mode=0o700, exist_ok=True)
+    for name in ("agentsrc.db", "hash.key"):
+        src = data / name if (data / name).exists() else store / name
+        if src.exists():
+            shutil.copyfile(src, keep / "data" / name)
+            os.chmod(keep / "data" / name, 0o600)
+    meta = orjson.loads((store.parent / "meta.json").read_bytes())
+    meta.update(dir=str(keep), data_dir=str(keep / "data"), schema_version=SCHEMA_VERSION,
+                commit=f"{meta['commit']}; migrated by bench/size.py --migrate-store")
+    (keep / "meta.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+    print(f"kept in {keep}")
 
 
 def main() -> None:
@@ -317,10 +342,11 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, help="print the dbstat of one store and exit")
     ap.add_argument("--migrate-store", type=Path,
-                    help="a data dir of schema 7: migrate a copy of it (see bench_migrate_store)")
+                    help="a data dir of an older schema: migrate a copy of it (bench_migrate_store)")
     ap.add_argument("--home", type=Path, help="the home of --migrate-store's store")
     ap.add_argument("--kill-at", type=float, default=0.3)
     ap.add_argument("--compact", action="store_true", help="then compact the copy, timed")
+    ap.add_argument("--keep", type=Path, help="keep the migrated copy there (a build's dir)")
     ap.add_argument("--copies", type=int, default=5)
     ap.add_argument("--baseline", default="main")
     ap.add_argument("--workdir", default="/tmp/agentsrc-bench-size")
@@ -329,7 +355,7 @@ def main() -> None:
         report([(args.db.name, *dbstat(args.db))])
         return
     if args.migrate_store:
-        bench_migrate_store(args.migrate_store, args.home, args.kill_at, args.compact)
+        bench_migrate_store(args.migrate_store, args.home, args.kill_at, args.compact, args.keep)
         return
     bench_size(args)
 

@@ -1,5 +1,6 @@
-"""Give back to the file system the space a migrated store's packed events freed inside
-its pages (schema 7 -> 8 packs the rows in place; only a VACUUM shrinks the file). The
+"""Give back to the file system the space a migration freed inside the store's pages
+(schema 7 -> 8 packs the rows in place, 15 -> 16 swaps their text ids for integer keys
+in place, 16 -> 17 packs the adapter states; only a VACUUM shrinks the file). The
 daemon must be stopped: this takes its lock. It needs free disk about the store's size.
 
     .venv/bin/python tools/compact_store.py [DATA_DIR]   (default: the configured one)
