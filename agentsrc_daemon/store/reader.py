@@ -17,6 +17,7 @@ import orjson
 
 from . import reports
 from .batch import event_row_to_json
+from .listings import RankedListing, RankedListings
 from .ranked import SEARCH_CANDIDATES, SEARCH_TITLE_CANDIDATES, Cut, estimate_weights
 from .ranked import register as register_ranking
 from .schema import PROJECT_KINDS, USAGE_FIELDS, connect
@@ -142,7 +143,12 @@ class Reader:
     """Read-only queries, one per socket handler thread. Every method is one short
     read transaction (a long-lived reader would stop WAL checkpoints)."""
 
+    # The scored candidates of recent ranked listings, shared by every connection's
+    # Reader in the process (store/listings.py).
+    ranked_listings = RankedListings()
+
     def __init__(self, db_path: Path) -> None:
+        self.db_path = str(db_path)
         self.conn = connect(db_path, readonly=True)
         register_ranking(self.conn)
 
@@ -560,7 +566,9 @@ class Reader:
                 from .batch import utc_now
 
                 now = utc_now()
-            filters = _SearchFilters(agent, project, session_id, kinds, since_ts, until_ts)
+            filters = _SearchFilters(
+                agent, project, session_id, tuple(kinds) if kinds is not None else None,
+                since_ts, until_ts)
             try:
                 if order == "recent":
                     rows = self._search_recent(match, filters, upto, now, after, limit)
@@ -663,6 +671,10 @@ class Reader:
         sort them here, then read the page's rows alone (an event's data is unpacked
         for the page, not for every candidate)."""
         n, nt = self.search_candidates, self.search_title_candidates
+        if not first:  # a later page: the listing's candidates as its first page scored them
+            listing = self.ranked_listings.get(self._listing_key(match, filters, upto, now, cut))
+            if listing is not None:
+                return self._hit_rows(listing.page(after, limit)), cut, listing.ranked_over
         events_on = filters.events_on()
         titles_on = filters.titles_on()
         if first:
@@ -694,11 +706,17 @@ class Reader:
             titles = self._ranked_titles(
                 match, filters, now, cut.weights, cut.title_lo, cut.title_hi, None)
         candidates = sorted(events + titles, key=lambda c: (-c[1], c[0]))
-        if after is not None:
-            s, i = after
-            candidates = [c for c in candidates if c[1] < s or (c[1] == s and c[0] > i)]
-        page = candidates[:limit]
-        return self._hit_rows(page), cut, len(events) + len(titles)
+        listing = RankedListing.of(candidates, len(events) + len(titles))
+        self.ranked_listings.put(self._listing_key(match, filters, upto, now, cut), listing)
+        return self._hit_rows(listing.page(after, limit)), cut, listing.ranked_over
+
+    def _listing_key(
+        self, match: str, filters: _SearchFilters, upto: int, now: str, cut: Cut | None,
+    ) -> tuple[Any, ...]:
+        """What fixes a ranked listing's candidates and their scores (store/listings.py):
+        the same key on every page of one listing, another for any other listing."""
+        return (self.db_path, match, filters, upto, now, cut,
+                self.search_candidates, self.search_title_candidates)
 
     def _julianday(self, ts: str) -> float | None:
         """SQLite's julianday of a time, once per statement rather than per hit (the
