@@ -280,6 +280,17 @@ def test_a_schema_15_store_gets_integer_session_keys_in_chunks_through_kill_9(
             " OR session_id = '' OR adapter = '')", (done,)
         ).fetchone() == (0,)
         assert conn.execute("SELECT COUNT(*) FROM event_rows").fetchone() == (events,)
+        # The turns move with the chunk of their events: turn_rows holds exactly the
+        # turns the keyed events are in (and turns_text, until the finish, every turn).
+        moved = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT sk.id AS sid, tk.id AS tid"
+            "  FROM event_rows r JOIN session_keys sk ON sk.key = r.session_key"
+            "  JOIN turn_keys tk ON tk.key = r.turn_key WHERE r.id <= ?) c"
+            " JOIN turns_text x ON x.session_id = c.sid AND x.turn_id = c.tid", (done,)
+        ).fetchone()[0]
+        assert 0 < moved < len(turn_rows)
+        assert conn.execute("SELECT COUNT(*) FROM turn_rows").fetchone() == (moved,)
+        assert conn.execute("SELECT COUNT(*) FROM turns_text").fetchone() == (len(turn_rows),)
         # No query is served mid-way: the view comes with the version bump.
         assert conn.execute(
             "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'events'"

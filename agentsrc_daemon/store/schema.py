@@ -108,6 +108,12 @@ class ChunkedMigration:
 # stored packed.
 
 
+def _has_table(conn: apsw.Connection, table: str) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone() is not None
+
+
 def _columns(conn: apsw.Connection, table: str) -> set[str]:
     return {str(row[1]) for row in conn.execute(f"PRAGMA table_xinfo({table})")}
 
@@ -329,10 +335,13 @@ ADD_PROJECT_INDEXES = index_migration("project_indexes", PROJECT_INDEXES)
 # use it) and each chunk's rows join it as the chunk keys them. It is on the key alone:
 # an index ends with the rowid, so its entries are in (key, id) order all the same, and
 # naming ``id`` stored it twice (4-5 bytes per event); the project filters'
-# by-session indexes (a few percent of the events) are built at once. The turns (one per
-# 40 events or so) are copied into turn_rows by begin too; the copies of a chunk's
-# events into event_copy_rows by its step. The space the text ids took stays inside the
-# table's pages until a VACUUM (tools/compact_store.py).
+# by-session indexes (a few percent of the events: 33 MB at 10 million, begin's whole
+# write) are built at once. A chunk's step moves the copies of its events into
+# event_copy_rows, and the turns its events are in (one turn per 34 events or so) into
+# turn_rows; the finish sweeps up any turn no event is in. (Copied in begin, the turns
+# were 70 MB of writes in one transaction at 10 million events: a WAL of 96 MiB.) The
+# space the text ids took stays inside the table's pages until a VACUUM
+# (tools/compact_store.py).
 EVENTS_VIEW = (
     "CREATE VIEW events AS SELECT er.id AS id, er.key_hash AS key_hash, esk.id AS session_id,"
     " er.kind AS kind, er.ts AS ts, etk.id AS turn_id, er.tool AS tool, er.call_id AS call_id,"
@@ -409,37 +418,50 @@ def _begin_keys(conn: apsw.Connection) -> None:
         "  session_key INTEGER NOT NULL, turn_key INTEGER NOT NULL,"
         "  started_at TEXT, ended_at TEXT, status TEXT, cwd TEXT, model TEXT,"
         "  PRIMARY KEY (session_key, turn_key)) WITHOUT ROWID;"
-        " INSERT OR IGNORE INTO session_keys(id) SELECT session_id FROM turns;"
-        " INSERT OR IGNORE INTO turn_keys(id) SELECT turn_id FROM turns;"
-        " INSERT INTO turn_rows SELECT"
-        "  (SELECT key FROM session_keys k WHERE k.id = t.session_id),"
-        "  (SELECT key FROM turn_keys k WHERE k.id = t.turn_id),"
-        "  t.started_at, t.ended_at, t.status, t.cwd, t.model FROM turns t;"
-        " DROP TABLE turns;"
+        " ALTER TABLE turns RENAME TO turns_text;"
         " INSERT INTO counters(name, value) SELECT 'keys_target',"
         "  COALESCE((SELECT MAX(id) FROM event_rows), 0);"
         " INSERT INTO counters(name, value) VALUES ('keys_done', 0);"
     )
 
 
+# A turn into turn_rows, keyed (its keys are in by then); a turn moved already stays.
+_TURN_ROW = (
+    "INSERT OR IGNORE INTO turn_rows SELECT"
+    " (SELECT key FROM session_keys k WHERE k.id = t.session_id),"
+    " (SELECT key FROM turn_keys k WHERE k.id = t.turn_id),"
+    " t.started_at, t.ended_at, t.status, t.cwd, t.model"
+)
+
+
 def _keys_step(conn: apsw.Connection, after: int, upto: int) -> None:
     # Rows keyed already (a chunk run twice) are left as they are.
     chunk = "r.id > ? AND r.id <= ? AND r.session_key IS NULL"
-    conn.execute(
+    statements = [
         "INSERT OR IGNORE INTO session_keys(id)"
-        f" SELECT r.session_id FROM event_rows r WHERE {chunk} ORDER BY r.id;"
+        f" SELECT r.session_id FROM event_rows r WHERE {chunk} ORDER BY r.id",
         "INSERT OR IGNORE INTO turn_keys(id)"
         f" SELECT r.turn_id FROM event_rows r WHERE {chunk} AND r.turn_id IS NOT NULL"
-        " ORDER BY r.id;"
+        " ORDER BY r.id",
         "INSERT OR IGNORE INTO adapter_keys(id)"
-        f" SELECT r.adapter FROM event_rows r WHERE {chunk} ORDER BY r.id;"
+        f" SELECT r.adapter FROM event_rows r WHERE {chunk} ORDER BY r.id",
+    ]
+    # The turns the chunk's events are in, before their rows lose the text ids: a probe
+    # of turns_text's key per turn. (No turns_text: begun by this begin's first form,
+    # which moved every turn itself.)
+    if _has_table(conn, "turns_text"):
+        statements.append(
+            f"{_TURN_ROW} FROM (SELECT DISTINCT r.session_id AS sid, r.turn_id AS tid"
+            f"  FROM event_rows r WHERE {chunk} AND r.turn_id IS NOT NULL) c"
+            " JOIN turns_text t ON t.session_id = c.sid AND t.turn_id = c.tid")
+    statements.append(
         "UPDATE event_rows AS r SET"
         " session_key = (SELECT k.key FROM session_keys k WHERE k.id = r.session_id),"
         " turn_key = (SELECT k.key FROM turn_keys k WHERE k.id = r.turn_id),"
         " adapter_key = (SELECT k.key FROM adapter_keys k WHERE k.id = r.adapter),"
-        f" session_id = '', turn_id = NULL, adapter = '' WHERE {chunk}",
-        (after, upto, after, upto, after, upto, after, upto),
-    )
+        f" session_id = '', turn_id = NULL, adapter = '' WHERE {chunk}")
+    for sql in statements:
+        conn.execute(sql, (after, upto))
     copies = "c.event_id > ? AND c.event_id <= ?"
     conn.execute(
         "INSERT OR IGNORE INTO session_keys(id)"
@@ -462,6 +484,14 @@ def _finish_keys(conn: apsw.Connection) -> None:
         " (SELECT value FROM counters WHERE name = 'keys_target')"
     ).fetchone()
     assert left == (0,), left
+    if _has_table(conn, "turns_text"):
+        # The sweep: the turns no event's chunk moved (a turn with no event of its own;
+        # reads and index probes only for the others).
+        conn.execute(
+            "INSERT OR IGNORE INTO session_keys(id) SELECT DISTINCT session_id FROM turns_text;"
+            "INSERT OR IGNORE INTO turn_keys(id) SELECT turn_id FROM turns_text;"
+            f"{_TURN_ROW} FROM turns_text t; DROP TABLE turns_text;"
+        )
     conn.execute(
         f"DROP TABLE event_copies_text; {EVENTS_VIEW}; {EVENT_COPIES_VIEW}; {TURNS_VIEW};"
         f" {SINK_EVENT_REVISED}"
@@ -917,6 +947,9 @@ def run_migration(
     chunk = m.chunk or chunk or int(os.environ.get("AGENTSRC_MIGRATE_CHUNK") or MIGRATE_CHUNK_IDS)
     with conn:
         m.begin(conn)
+    # A begin that builds indexes writes tens of MB at 10 million events: out of the
+    # WAL before the first chunk adds its own.
+    restart_checkpoint(conn)
     first = True
     while True:
         with conn:
