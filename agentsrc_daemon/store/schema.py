@@ -30,6 +30,15 @@ WAL_FORCE_PAGES = WAL_LIMIT_BYTES * 3 // 8 // PAGE_SIZE
 # How long a checkpoint waits for readers still on an older snapshot (then the next
 # commit tries again): readers are short transactions, and the writer must not stall.
 WAL_RESTART_BUSY_MS = 200
+# Past half the bound the writer's RESTART is tried again until it completes, for up to
+# WAL_HARD_BUSY_MS: a stall of the writer rather than a WAL past its bound. A RESTART
+# fails at once, without the busy handler, while another connection checkpoints (the
+# Checkpointer thread's PASSIVE): with another process writing 6 GB to the disk each
+# PASSIVE took hundreds of ms, every RESTART of the search index's build found one
+# running, and the WAL reached 65-88 MiB. The other half is room for the largest
+# commit (a backfill batch: 19 MiB at most measured).
+WAL_HARD_PAGES = WAL_LIMIT_BYTES // 2 // PAGE_SIZE
+WAL_HARD_BUSY_MS = 10_000
 
 
 class WalBound:
@@ -61,15 +70,17 @@ class WalBound:
         if not self.due:
             return
         t0 = time.perf_counter()
-        if restart_checkpoint(conn):
+        if (restart_checkpoint_within(conn, WAL_HARD_BUSY_MS) if self.pages >= WAL_HARD_PAGES
+                else restart_checkpoint(conn)):
             self.pages = 0
         self.last_ms = round((time.perf_counter() - t0) * 1000, 1)
 
 
-def restart_checkpoint(conn: apsw.Connection) -> bool:
+def restart_checkpoint(conn: apsw.Connection, busy_ms: int = WAL_RESTART_BUSY_MS) -> bool:
     """A RESTART checkpoint: whether it completed (a reader on an older snapshot that
-    outlasts WAL_RESTART_BUSY_MS makes it give up)."""
-    conn.setbusytimeout(WAL_RESTART_BUSY_MS)
+    outlasts ``busy_ms`` makes it give up, and so does another connection's checkpoint
+    running, at once)."""
+    conn.setbusytimeout(busy_ms)
     try:
         conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
     except apsw.BusyError:
@@ -77,6 +88,19 @@ def restart_checkpoint(conn: apsw.Connection) -> bool:
     finally:
         conn.setbusytimeout(BUSY_TIMEOUT_MS)
     return True
+
+
+def restart_checkpoint_within(conn: apsw.Connection, total_ms: int) -> bool:
+    """RESTART checkpoints tried until one completes, for up to ``total_ms`` in all:
+    another connection's checkpoint is waited out too."""
+    deadline = time.monotonic() + total_ms / 1000
+    while True:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if restart_checkpoint(conn, max(left_ms, 1)):
+            return True
+        if left_ms <= 0:
+            return False
+        time.sleep(0.005)
 
 
 @dataclass(frozen=True)
