@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.ingest.cursor import SIDECAR_KEY, Cursor
-from agentsrc_daemon.store import Batch, Store, schema
+from agentsrc_daemon.store import Batch, Store, packing, schema
 from agentsrc_daemon.store.packing import MIN_PACK_BYTES, PACKED_V1, pack, repack, unpack
 
 # JSON as the adapters' states hold it: objects of short keys (the states' own, and
@@ -48,6 +48,19 @@ def test_a_packed_state_unpacks_to_its_json_and_json_reads_as_itself(state: byte
     assert state[:1] == b"{" and unpack(state) == state
     # Packing what a column holds again changes nothing (a migration's chunk done twice).
     assert repack(stored) == stored and repack(state.decode()) == stored
+
+
+@settings(max_examples=150, deadline=None)
+@given(STATES | st.binary(max_size=3000))
+def test_the_primed_compressor_packs_the_bytes_a_fresh_one_does(value: bytes) -> None:
+    """pack copies one compressor with the dictionary set (packing._PRIMED): the stored
+    format is the bytes a compressor made for each value gives, the form stores hold."""
+    fresh = packing._compressor()
+    want = PACKED_V1 + fresh.compress(value) + fresh.flush()
+    if len(value) < MIN_PACK_BYTES or len(want) >= len(value):
+        want = value
+    assert pack(value) == want
+    assert pack(value) == want  # the primed one is never used up
 
 
 def test_repack_leaves_a_packed_value_as_it_is() -> None:

@@ -69,12 +69,22 @@ _WBITS = -13
 _MEMLEVEL = 6
 
 
+def _compressor() -> Any:
+    return zlib.compressobj(_LEVEL, zlib.DEFLATED, _WBITS, _MEMLEVEL, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
+
+
+# A compressor with the dictionary set, copied for each value: setting the dictionary
+# hashes all of it, a third of a small value's packing (measured: 3.4-3.6 us a value
+# against 4.9-5.0). A copy is the same deflate state, so the bytes are the same.
+_PRIMED = _compressor()
+
+
 def pack(data: bytes) -> bytes:
     """The stored form of a JSON value (an event's data, a file's state): deflated when
     that is shorter."""
     if len(data) < MIN_PACK_BYTES:
         return data
-    c = zlib.compressobj(_LEVEL, zlib.DEFLATED, _WBITS, _MEMLEVEL, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
+    c = _PRIMED.copy()
     packed = PACKED_V1 + c.compress(data) + c.flush()
     return packed if len(packed) < len(data) else data
 
