@@ -412,9 +412,7 @@ KEYED_PROJECT_INDEXES = tuple(
 
 
 def _begin_keys(conn: apsw.Connection) -> None:
-    if conn.execute(
-        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'event_rows'"
-    ).fetchone():
+    if _has_table(conn, "event_rows"):
         return  # resumed: begun by an earlier run
     # The sink's trigger would queue every keyed row as changed: it comes back, on the
     # key columns, with the version bump.
