@@ -298,7 +298,7 @@ class Daemon:
         self.cfg = cfg
         self.backfill = BackfillScheduler(
             cfg,
-            self._commit_worker_round,
+            self._commit_worker_rounds,
             budget_bytes=FILE_BUDGET_BYTES,
             log_level=log_level,
             json_logs=json_logs,
@@ -328,7 +328,6 @@ class Daemon:
         # A backfill batch read here but left uncommitted for an append that came in:
         # committed right after the appends (see _work).
         self._carry: Batch | None = None
-        self.backfill.interrupt = self._appends_wait
         self.scan_state: dict[str, Any] = {"enabled": False}
         self.store_errors = StoreErrors()
         self.reconcile_stats = ReconcileStats()
@@ -847,19 +846,23 @@ class Daemon:
                         break
                 if self._appends_wait():
                     break  # fresh appends: the next round takes them first
+            spec = self.pending.get(path)
+            mine = path in urgent and self.backfill.take_back(path)
+            if spec is None:
+                continue
+            placed = mine
+            if not mine:
+                # Before the commit of what the workers finished: a worker given this
+                # file now parses it meanwhile.
+                with self.timer.step("place"):
+                    placed = self.backfill.place(spec, ingestor)
+            if not urgent:
                 with self.timer.step("collect"):  # may finish (un-queue) files of this list
                     self.backfill.collect(stop=self._appends_wait)
                 if self._appends_wait():
                     break
-            spec = self.pending.get(path)
-            mine = path in urgent and not self.backfill.holds(path)
-            if spec is None:
+            if not placed:
                 continue
-            if not mine:
-                with self.timer.step("place"):
-                    placed = self.backfill.place(spec, ingestor)
-                if not placed:
-                    continue
             if mine:  # the appended file itself: a round, committed with the appends
                 # (while catching up, a file with a backlog of its own reads a batch of
                 # it, then backfills: the other files' appends do not wait for all of it)
@@ -868,7 +871,7 @@ class Daemon:
             else:
                 with self.timer.step("backfill_round", path=path) as step:
                     # At most a batch: a round of tiny lines is not one huge commit.
-                    rnd = ingestor.ingest(spec, batch, budget, self.dirty.__bool__,
+                    rnd = ingestor.ingest(spec, batch, budget, self._backfill_round_ends,
                                           max(1, max_events - len(batch.events)))
                     step["bytes"] = rnd.bytes
                 self._progressed()
@@ -903,6 +906,12 @@ class Daemon:
             self.backfill.end_round(self.pending, stopping=self.stop_event.is_set(),
                                     stop=self._appends_wait)
 
+    def _backfill_round_ends(self) -> bool:
+        """Asked after each line of a backfill round read here: an append waits, or a
+        worker finished a round (committed, and the worker handed another, before this
+        thread parses on: BackfillScheduler.place)."""
+        return bool(self.dirty) or self.backfill.collect_due()
+
     def _account(self, path: str, rnd: FileRound) -> None:
         self.progress.bytes_done += rnd.bytes
         if rnd.deferred:
@@ -921,13 +930,23 @@ class Daemon:
         if rnd.gone:
             log.info("source_gone", path=path)
 
-    def _commit_worker_round(self, done: WorkerRound) -> bool:
-        """A round a worker finished (or a piece of it): its batch is committed with the
-        cursor it advanced, which replaces this thread's copy."""
-        self.components.ingestor.cursors[done.path] = done.cursor
-        if not self._commit(done.batch, "worker"):
+    def _commit_worker_rounds(self, done: list[WorkerRound]) -> bool:
+        """Rounds the workers finished (or pieces of them), of one or more files: their
+        batches are committed in one transaction with the cursors they advanced, which
+        replace this thread's copies."""
+        cursors = self.components.ingestor.cursors
+        if len(done) == 1:
+            batch = done[0].batch
+        else:
+            batch = Batch()
+            for d in done:
+                batch.merge(d.batch)
+        for d in done:
+            cursors[d.path] = d.cursor
+        if not self._commit(batch, "worker"):
             return False
-        self._account(done.path, done.round)
+        for d in done:
+            self._account(d.path, d.round)
         return True
 
     def _commit(self, batch: Batch, what: str = "backfill") -> bool:
@@ -1160,7 +1179,7 @@ class Daemon:
         if self._carry is not None:  # a backfill batch read but not committed yet
             carry, self._carry = self._carry, None
             self._commit(carry)
-        # Rounds in a worker's hands are small (one file round): commit them too.
+        # The rounds in the workers' hands (at most 12 MiB of files): commit them too.
         self.backfill.close(parts.ingestor)
         parts.watcher.stop()
         parts.server.stop()

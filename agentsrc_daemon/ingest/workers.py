@@ -47,14 +47,26 @@ log = structlog.get_logger("agentsrc.workers")
 
 # Start a pool only for a backlog at least this large: spawning costs a second or so.
 MIN_BACKLOG_BYTES = 64 << 20
-IN_FLIGHT_PER_WORKER = 3
-# The daemon's thread also commits everything, so it parses only a share of the rounds:
-# with one worker, about one round in three (it waits for the workers otherwise).
-MAIN_SHARE_INVERSE = 2
+# A worker's hands: rounds given to it and finished rounds not committed yet, at most
+# this many. Most files are small (a median round parses in 4 ms and its hand-over
+# costs 1 ms), so a count of 3 left the worker idle whenever this thread was in a
+# commit or a round of its own (docs/performance.md, "Backfill: a worker that is not
+# left waiting").
+IN_FLIGHT_PER_WORKER = 16
+# ... of which the finished ones not committed yet read at most this many bytes of the
+# files: what they hold waits in this process's memory.
+READY_BYTES_PER_WORKER = 12 << 20
+# The thread's own round ends (to commit the finished rounds and hand out more) once
+# this many of a worker's rounds are finished, or fewer than LOW_WATER are left in its
+# hands: finished rounds are committed several files together, up to a batch, since
+# each commit writes its hot pages (index interiors, sessions, aggregates) to the WAL
+# again: one commit per worker round wrote 2.7-2.9 GB to the disk for a 96 MB database.
+COLLECT_ROUNDS = 4
+LOW_WATER_ROUNDS = 3
 # How long the daemon's thread waits for a worker's round at a time: short, so an append
 # (which the thread notices between waits) is not held up behind it.
 WAIT_S = 0.02
-# ... in slices this long, between which it looks for an append (BackfillScheduler.interrupt).
+# ... in slices this long, between which it looks for an append (end_round's ``stop``).
 WAIT_SLICE_S = 0.004
 # Which source modes a worker reads (not databases: see place()).
 WORKER_MODES = frozenset({sources.JSONL, sources.DOCUMENT, sources.MEMORY})
@@ -204,28 +216,62 @@ class BackfillPool:
         )
         self.in_flight: dict[str, Future[list[Piece]]] = {}
         self.broken = False
+        # Rounds finished since ``done`` last looked, counted by their completion (in the
+        # pool's result thread): see ``collect_due``.
+        self.finished = 0
 
-    def has_room(self, held: int = 0) -> bool:
-        """Room for another round, with ``held`` finished rounds not committed yet."""
-        return not self.broken and len(self.in_flight) + held < self.size * IN_FLIGHT_PER_WORKER
+    def has_room(self, held: int = 0, held_bytes: int = 0) -> bool:
+        """Room for another round, with ``held`` finished rounds (``held_bytes`` read) not
+        committed yet."""
+        return (
+            not self.broken
+            and len(self.in_flight) + held < self.size * IN_FLIGHT_PER_WORKER
+            and held_bytes < self.size * READY_BYTES_PER_WORKER
+        )
 
     def submit(self, spec: sources.SourceSpec, cursor: Cursor, budget: int) -> bool:
-        if not self.has_room():
+        if self.broken:
             return False
         try:
-            self.in_flight[spec.path] = self._executor.submit(
+            future = self._executor.submit(
                 _ingest_round, spec, cursor, budget, PIECE_BYTES, PIECE_EVENTS
             )
         except (BrokenProcessPool, RuntimeError) as exc:
             self._broke(exc)
             return False
+        future.add_done_callback(self._on_finished)
+        self.in_flight[spec.path] = future
         return True
+
+    def _on_finished(self, future: Future[list[Piece]]) -> None:
+        if not future.cancelled():
+            self.finished += 1
+
+    def cancel(self, path: str) -> bool:
+        """Take back a round no worker has started (still in the executor's own queue,
+        not yet in a worker's pipe): whether it was taken back."""
+        future = self.in_flight.get(path)
+        if future is None or not future.cancel():
+            return False
+        del self.in_flight[path]
+        return True
+
+    def collect_due(self) -> bool:
+        """Finished rounds wait to be committed, and enough of them for a commit of
+        several files, or the worker's hands are running low (COLLECT_ROUNDS,
+        LOW_WATER_ROUNDS)."""
+        finished = self.finished
+        return finished > 0 and (
+            finished >= COLLECT_ROUNDS * self.size
+            or len(self.in_flight) - finished < LOW_WATER_ROUNDS * self.size
+        )
 
     def done(self, wait: bool = False) -> list[list[WorkerRound]]:
         """The rounds finished (all of them with ``wait``), each as its pieces. A round
         whose worker died is dropped: its file stays pending and is read again in the
         daemon's own thread."""
         out: list[list[WorkerRound]] = []
+        self.finished = 0  # before looking: a round finishing meanwhile counts again
         for path, fut in list(self.in_flight.items()):
             if not (wait or fut.done()):
                 continue
@@ -278,7 +324,7 @@ class BackfillScheduler:
     def __init__(
         self,
         cfg: Config,
-        commit_round: Callable[[WorkerRound], bool],
+        commit_round: Callable[[list[WorkerRound]], bool],
         *,
         budget_bytes: int,
         log_level: str = "info",
@@ -299,13 +345,15 @@ class BackfillScheduler:
         self.deferred: set[str] = set()  # files waiting for the workers to finish
         # Finished rounds' pieces not committed yet, by file, in the order they finished.
         self.ready: dict[str, list[WorkerRound]] = {}
+        self.ready_bytes: dict[str, int] = {}  # what each of those rounds read
+        # Files written to while the pool runs: live sessions, read by this thread from
+        # then on (an append to them does not wait for a worker's round).
+        self.live: set[str] = set()
         # A commit takes a round's consecutive pieces up to this many events (at least
         # one piece): the daemon's batch size, small while live appends come in.
         self.unit_events = cfg.batch_max_events
         self.rounds_here = 0
         self.rounds_in_workers = 0
-        # Says True when a live append waits: a wait for the workers ends early.
-        self.interrupt: Callable[[], bool] | None = None
 
     def begin_round(
         self, pending: Collection[str], backlog_bytes: Callable[[], int], ingestor: Ingestor
@@ -332,31 +380,55 @@ class BackfillScheduler:
         for pieces in self.pool.done(wait=wait):
             self.rounds_in_workers += 1
             self.ready[pieces[0].path] = pieces
+            self.ready_bytes[pieces[0].path] = sum(p.round.bytes for p in pieces)
         committed = False
         while self.ready:
             if committed and stop is not None and stop():
                 break
-            path, pieces = next(iter(self.ready.items()))
-            take, events = 1, len(pieces[0].batch.rows)
-            while take < len(pieces) and events + len(pieces[take].batch.rows) <= self.unit_events:
-                events += len(pieces[take].batch.rows)
-                take += 1
-            unit = merged(pieces[:take])
-            del pieces[:take]
-            if not pieces:
-                del self.ready[path]
+            units = self._next_commit()
             committed = True
-            if not self.commit_round(unit):
-                # Refused (the disk full): the file goes back to its committed cursor,
-                # so the rest of its round is read again; the loop waits to retry.
-                self.ready.pop(path, None)
+            if not self.commit_round(units):
+                # Refused (the disk full): the files go back to their committed cursors,
+                # so the rest of their rounds is read again; the loop waits to retry.
+                for unit in units:
+                    self.ready.pop(unit.path, None)
+                    self.ready_bytes.pop(unit.path, None)
                 break
         return committed
 
+    def _next_commit(self) -> list[WorkerRound]:
+        """The finished pieces one commit takes, in the order the rounds finished: each
+        file's consecutive pieces merged, files after files, up to ``unit_events``
+        events (at least one piece). A file whose pieces are not all taken ends it (its
+        later pieces are the next commit's, after its earlier ones)."""
+        units: list[WorkerRound] = []
+        events = 0
+        for path, pieces in list(self.ready.items()):
+            take = 0
+            while take < len(pieces) and (
+                not (units or take) or events + len(pieces[take].batch.rows) <= self.unit_events
+            ):
+                events += len(pieces[take].batch.rows)
+                take += 1
+            if take:
+                units.append(merged(pieces[:take]))
+                del pieces[:take]
+            if pieces:
+                break
+            del self.ready[path]
+            self.ready_bytes.pop(path, None)
+        return units
+
     def place(self, spec: sources.SourceSpec, ingestor: Ingestor) -> bool:
         """True when the daemon's thread reads this file now. False when a worker has
-        it (or just took it), it is deferred, or the thread has done its share of the
-        rounds and waited for the workers instead."""
+        it (or just took it) or it is deferred.
+
+        The workers come first: a file goes to one whenever its hands have room, and
+        the thread reads a file itself only when they are full, in a round that ends
+        once the workers' finished rounds are due to be committed (``collect_due``), so
+        that the thread commits them and hands out more. The thread, which also commits
+        everything, thus parses only in the time it would otherwise wait, whatever the
+        files' sizes (a fixed share of the rounds left the worker idle 40% of the time)."""
         pool = self.pool
         if pool is not None and spec.mode not in WORKER_MODES:
             # Database rounds stay here: the daemon keeps the open read-only connection
@@ -368,16 +440,35 @@ class BackfillScheduler:
         if pool is not None:
             if self.holds(spec.path):
                 return False
-            cursor = ingestor.cursor_for(spec)
-            ingestor.load_state(cursor)  # the worker has no store to read it from
-            if pool.has_room(len(self.ready)) and pool.submit(spec, cursor, self.budget_bytes):
-                return False
-            worker_rounds = self.rounds_in_workers + len(pool.in_flight)
-            if self.rounds_here * MAIN_SHARE_INVERSE > worker_rounds * pool.size:
-                self._wait_any(self.interrupt)
-                return False
+            held_bytes = sum(self.ready_bytes.values())
+            if spec.path not in self.live and pool.has_room(len(self.ready), held_bytes):
+                cursor = ingestor.cursor_for(spec)
+                ingestor.load_state(cursor)  # the worker has no store to read it from
+                if pool.submit(spec, cursor, self.budget_bytes):
+                    return False
         self.rounds_here += 1
         return True
+
+    def take_back(self, path: str) -> bool:
+        """A file just appended to: True when this thread may read it now, because no
+        worker has it, or its round had not started and is taken back (the thread's
+        cursor is the committed one: the worker would have returned its own). A round
+        started or finished, or a deferred file, is waited for: with rounds queued 16
+        deep, an append would otherwise wait behind every round before it. From now on
+        the file is this thread's (``live``)."""
+        if self.pool is None:
+            return True
+        self.live.add(path)
+        if not self.holds(path):
+            return True
+        if path in self.ready or path in self.deferred:
+            return False
+        return self.pool.cancel(path)
+
+    def collect_due(self) -> bool:
+        """The workers' finished rounds are due to be committed (BackfillPool.collect_due):
+        the thread's own round stops after its line (see ``place``)."""
+        return self.pool is not None and self.pool.collect_due()
 
     def holds(self, path: str) -> bool:
         """A worker has a round of this file (or its pieces wait to be committed), or it
@@ -428,7 +519,9 @@ class BackfillScheduler:
         ingestor.defer_big_lines = False
         big_lines_next = bool(self.deferred)
         self.deferred.clear()
+        self.live.clear()
         self.ready.clear()  # only what a refused commit left: read again from the store's cursor
+        self.ready_bytes.clear()
         log.info(
             "backfill_workers_done",
             rounds_in_workers=self.rounds_in_workers,
