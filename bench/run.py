@@ -183,11 +183,23 @@ class Daemon:
                 return int(line.split()[1]) / 1024
         return float("nan")
 
-    def cpu_seconds(self) -> float:
+    def cpu_seconds(self, children: bool = False) -> float:
+        """The daemon process's CPU, or (``children``) its exited children's: the backfill
+        worker's, once the pool is shut down (it is, by live)."""
         assert self.proc is not None
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks
+        at = 13 if children else 11
+        return (int(fields[at]) + int(fields[at + 1])) / ticks
+
+    def written_mb(self) -> float:
+        """What the daemon process has written to the disk (its workers write nothing):
+        the database, and the WAL each commit writes its pages to."""
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/io").read_text().splitlines():
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1]) / 1e6
+        return float("nan")
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -297,6 +309,8 @@ class BackfillRun:
     live_rss_mb: float  # the daemon's RSS once live and settled
     search_ready: float | None  # from process start until the search index is complete
     cpu: float  # the daemon process's CPU to live (workers not included)
+    worker_cpu: float  # the backfill worker's CPU (exited by live)
+    written_mb: float  # the daemon's writes to the disk, to live
 
 
 def daemon_backfill(home: Path, scan: bool, settle: float, code: Path | None = None) -> BackfillRun:
@@ -306,6 +320,8 @@ def daemon_backfill(home: Path, scan: bool, settle: float, code: Path | None = N
         st = d.wait_live(poll=0.02)
         live = time.perf_counter()
         cpu = d.cpu_seconds()
+        worker_cpu = d.cpu_seconds(children=True)
+        written = d.written_mb()
         search_ready = None
         while time.perf_counter() - live < 120:
             d.sample_memory()
@@ -328,6 +344,8 @@ def daemon_backfill(home: Path, scan: bool, settle: float, code: Path | None = N
             live_rss_mb=d._status_kb(d.proc.pid, "VmRSS") / 1024,
             search_ready=search_ready,
             cpu=cpu,
+            worker_cpu=worker_cpu,
+            written_mb=written,
         )
     finally:
         d.stop()
@@ -355,7 +373,9 @@ def _backfill_summary(label: str, xs: list[BackfillRun], size: int, parse: float
         f"{from_socket / parse:.2f}x)"
         + (f"; agentsview / daemon {av / t:.2f}x" if av is not None else "")
         + (f"; search index complete at a median {statistics.median(ready):.2f}s" if ready else "")
-        + f"; daemon CPU to live {statistics.median(x.cpu for x in xs):.1f}s"
+        + f"; daemon CPU to live {statistics.median(x.cpu for x in xs):.1f}s, its worker's"
+        f" {statistics.median(x.worker_cpu for x in xs):.1f}s; written to the disk"
+        f" {statistics.median(x.written_mb for x in xs):.0f} MB"
     )
     print(
         f"  memory: peak RSS daemon {max(x.peak_daemon_mb for x in xs):.0f} MB, "
@@ -415,7 +435,8 @@ def bench_backfill(args: argparse.Namespace) -> None:
             named += [(f"daemon scan={'on' if s else 'off'}", runs[s][-1]) for s in modes]
             for name, x in named:
                 line += (f"; {name} {x.to_live:.2f}s to live"
-                         f" ({x.ready_to_live:.2f}s from the socket, CPU {x.cpu:.1f}s), search index "
+                         f" ({x.ready_to_live:.2f}s from the socket, CPU {x.cpu:.1f}s + worker"
+                         f" {x.worker_cpu:.1f}s, wrote {x.written_mb:.0f} MB), search index "
                          + (f"{x.search_ready:.2f}s" if x.search_ready is not None else "not ready")
                          + f", live RSS {x.live_rss_mb:.0f} MB, peak together {x.peak_together_mb:.0f} MB")
             print(line, flush=True)
