@@ -216,9 +216,11 @@ class BackfillPool:
         )
         self.in_flight: dict[str, Future[list[Piece]]] = {}
         self.broken = False
-        # Rounds finished since ``done`` last looked, counted by their completion (in the
-        # pool's result thread): see ``collect_due``.
-        self.finished = 0
+        # Rounds finished, counted by their completion in the pool's result thread (its
+        # only writer), and how many of them ``done`` had seen when it last looked: the
+        # difference is what ``collect_due`` weighs.
+        self._finished_total = 0
+        self._finished_seen = 0
 
     def has_room(self, held: int = 0, held_bytes: int = 0) -> bool:
         """Room for another round, with ``held`` finished rounds (``held_bytes`` read) not
@@ -245,7 +247,12 @@ class BackfillPool:
 
     def _on_finished(self, future: Future[list[Piece]]) -> None:
         if not future.cancelled():
-            self.finished += 1
+            self._finished_total += 1
+
+    @property
+    def finished(self) -> int:
+        """Rounds finished since ``done`` last looked."""
+        return self._finished_total - self._finished_seen
 
     def cancel(self, path: str) -> bool:
         """Take back a round no worker has started (still in the executor's own queue,
@@ -271,7 +278,9 @@ class BackfillPool:
         whose worker died is dropped: its file stays pending and is read again in the
         daemon's own thread."""
         out: list[list[WorkerRound]] = []
-        self.finished = 0  # before looking: a round finishing meanwhile counts again
+        # Before looking: a round finishing meanwhile is taken now and counted again at
+        # the next look (one round early: a hint, nothing more).
+        self._finished_seen = self._finished_total
         for path, fut in list(self.in_flight.items()):
             if not (wait or fut.done()):
                 continue
