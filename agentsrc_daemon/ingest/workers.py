@@ -216,9 +216,10 @@ class BackfillPool:
         )
         self.in_flight: dict[str, Future[list[Piece]]] = {}
         self.broken = False
-        # Rounds finished, counted by their completion in the pool's result thread (its
-        # only writer), and how many of them ``done`` had seen when it last looked: the
-        # difference is what ``collect_due`` weighs.
+        # Rounds finished, counted as they complete (in the pool's result thread, so the
+        # ingest thread never writes the count), and how many of them ``done`` had seen
+        # when it last looked: the difference is what ``collect_due`` weighs. A hint: a
+        # miscounted round only moves when this thread's own round ends.
         self._finished_total = 0
         self._finished_seen = 0
 
