@@ -419,9 +419,10 @@ def test_the_pool_says_when_its_finished_rounds_are_due(tmp_path: Path) -> None:
         assert len(pool.done()) == workers.COLLECT_ROUNDS * pool.size
         assert not pool.collect_due() and pool.finished == 0
         # A round taken back before it started is no finished round.
-        assert pool.cancel("/r/8.jsonl") and "/r/8.jsonl" not in pool.in_flight
+        last = f"/r/{n - 1}.jsonl"
+        assert pool.cancel(last) and last not in pool.in_flight
         assert not pool.collect_due() and pool.finished == 0
-        pool.in_flight["/r/8.jsonl"] = Future()
+        pool.in_flight[last] = Future()
         # Few left in the worker's hands: one finished round is enough.
         left = list(pool.in_flight.values())
         for fut in left[: len(left) - workers.LOW_WATER_ROUNDS * pool.size]:
