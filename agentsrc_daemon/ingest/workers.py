@@ -256,8 +256,8 @@ class BackfillPool:
         return self._finished_total - self._finished_seen
 
     def cancel(self, path: str) -> bool:
-        """Take back a round no worker has started (still in the executor's own queue,
-        not yet in a worker's pipe): whether it was taken back."""
+        """Take back a round not yet handed to the executor's pipe (which holds two
+        beyond the one a worker runs): whether it was taken back."""
         future = self.in_flight.get(path)
         if future is None or not future.cancel():
             return False
