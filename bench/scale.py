@@ -84,6 +84,9 @@ def draw_cases(db: Path) -> list[Case]:
     call_id = _one(db, "SELECT call_id FROM events WHERE session_id = ? AND call_id IS NOT NULL LIMIT 1", (big,))
     since = "30d" if last is None else last[:10] + "T00:00:00Z"
     cases = [
+        # Not a page, but what `agentsrc status` and every progress poll ask: held to a page's
+        # target (schema 18: no sources row read).
+        Case("status", "status", {}),
         Case("sessions.list", "sessions.list", {}),
         Case("sessions.list agent", "sessions.list", {"agent": "codex"}),
         Case("sessions.list cwd", "sessions.list", {"cwd": cwd}),

@@ -7,10 +7,13 @@ import dataclasses
 import pickle
 import stat
 from pathlib import Path
+from typing import Any
 
 import apsw
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.errors import SchemaTooNew
@@ -506,3 +509,48 @@ def test_gone_cursors_left_out_at_start_and_fetched_by_path(store: Store) -> Non
     assert c.state == {"turn": 3}
     new = ing.cursor_for(sources.SourceSpec("/x/new.jsonl", "codex", sources.JSONL, "/x"))
     assert (new.source_id, new.generation, new.offset) == (None, 0, 0)
+
+
+_SOURCES = st.lists(
+    st.tuples(
+        st.booleans(),  # gone
+        st.dictionaries(st.sampled_from(["bad_json", "non_object", "too_long"]),
+                        st.integers(1, 1000), max_size=3),  # skipped lines by reason
+        st.binary(min_size=0, max_size=40_000),  # the adapter state: overflows a page
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=_SOURCES)
+def test_status_counts_files_and_skips_from_indexes_only(tmp_path_factory: Any, rows: list[Any]) -> None:
+    """Reader.counts and skipped_totals (status) give what counting every source row
+    gives, and read no sources row for it (schema 18): each statement is a covering
+    index's, the sources' states (which overflow their pages) never read."""
+    db = tmp_path_factory.mktemp("status") / "s.db"
+    store = Store(db)
+    with store.conn:
+        for i, (gone, skipped, state) in enumerate(rows):
+            store.conn.execute(
+                "INSERT INTO sources(path, adapter, mode, state, skipped, gone_at) VALUES(?,?,?,?,?,?)",
+                (f"/r/{i}.jsonl", "codex", "jsonl", state, orjson.dumps(skipped).decode(),
+                 "2026-01-01T00:00:00.000Z" if gone else None),
+            )
+    reader = Reader(db)
+    traced: list[str] = []
+    reader.conn.exec_trace = lambda cursor, sql, bindings: traced.append(sql) or True
+    counts, skipped = reader.counts(), reader.skipped_totals()
+    reader.conn.exec_trace = None
+    assert (counts["files"], counts["files_gone"]) == (
+        sum(not g for g, _, _ in rows), sum(g for g, _, _ in rows))
+    totals: dict[str, int] = {}
+    for _, s, _ in rows:
+        for k, v in s.items():
+            totals[k] = totals.get(k, 0) + v
+    assert skipped == totals
+    sources_reads = [sql for sql in traced if "sources" in sql]
+    assert len(sources_reads) == 3
+    for sql in sources_reads:
+        plan = [d for *_, d in reader.conn.execute("EXPLAIN QUERY PLAN " + sql)]
+        assert plan and all("USING COVERING INDEX sources_" in d for d in plan), (sql, plan)

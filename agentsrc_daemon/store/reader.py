@@ -162,11 +162,17 @@ class Reader:
 
     # -- status
     def counts(self) -> dict[str, int]:
+        """The store's sizes for ``status``: by indexes and counters, never the sources'
+        rows (each holds its file's adapter state: schema 18)."""
         c = self.conn
-        files = c.execute("SELECT COUNT(*) FROM sources WHERE gone_at IS NULL").fetchone()
+        files = c.execute(
+            "SELECT COUNT(*) FROM sources INDEXED BY sources_present WHERE gone_at IS NULL"
+        ).fetchone()
         sessions = c.execute("SELECT COUNT(*) FROM sessions").fetchone()
         events = c.execute("SELECT value FROM counters WHERE name = 'events'").fetchone()
-        gone = c.execute("SELECT COUNT(*) FROM sources WHERE gone_at IS NOT NULL").fetchone()
+        gone = c.execute(
+            "SELECT COUNT(*) FROM sources INDEXED BY sources_gone WHERE gone_at IS NOT NULL"
+        ).fetchone()
         return {
             "files": int(files[0]) if files else 0,
             "files_gone": int(gone[0]) if gone else 0,
@@ -185,7 +191,9 @@ class Reader:
 
     def skipped_totals(self) -> dict[str, int]:
         totals: dict[str, int] = {}
-        for (skipped,) in self.conn.execute("SELECT skipped FROM sources WHERE skipped != '{}'"):
+        for (skipped,) in self.conn.execute(
+            "SELECT skipped FROM sources INDEXED BY sources_skipping WHERE skipped != '{}'"
+        ):
             for k, v in orjson.loads(skipped).items():
                 totals[k] = totals.get(k, 0) + int(v)
         return totals

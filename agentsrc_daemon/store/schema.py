@@ -864,6 +864,18 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     KEY_SESSIONS,
     # 16 -> 17: see PACK_STATES.
     PACK_STATES,
+    # 17 -> 18: `status` counts the files present and sums their skipped lines without
+    # reading the sources' rows (Reader.counts, skipped_totals): a row holds its file's
+    # adapter state, which overflows its page, so each scan read the whole table (12 ms
+    # each for 44,000 sources, 24 ms a status; a client polling status every 20 ms in a
+    # backfill made the daemon pay that 50 times a second). Two partial indexes that
+    # cover what status reads: the present files (gone_at, NULL in each), and the few with
+    # skipped lines with their counts. Built in one transaction (a read of the sources: a
+    # tenth of a second for 44,000).
+    """
+    CREATE INDEX IF NOT EXISTS sources_present ON sources(gone_at) WHERE gone_at IS NULL;
+    CREATE INDEX IF NOT EXISTS sources_skipping ON sources(skipped) WHERE skipped != '{}';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
