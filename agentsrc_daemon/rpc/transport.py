@@ -131,6 +131,13 @@ def prepare_socket_dir(path: Path) -> None:
     os.chmod(path.parent, 0o700)
 
 
+# Idle Readers kept for the next connections: opening one (a connection, the schema
+# parsed, the functions registered) cost 0.8 ms of the daemon's 1.5 ms for a `status`, and
+# every CLI command and progress poll is a connection of its own. Each is given back with
+# its page cache released, so two cost the live daemon little memory.
+IDLE_READERS = 2
+
+
 class Server:
     def __init__(
         self,
@@ -150,6 +157,7 @@ class Server:
         self._stopping = threading.Event()
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._idle_readers: list[Reader] = []
 
     # ---- lifecycle ---------------------------------------------------------------
 
@@ -190,6 +198,27 @@ class Server:
             os.unlink(self.socket_path)
         if self._thread is not None:
             self._thread.join(timeout=2)
+        with self._lock:
+            idle, self._idle_readers = self._idle_readers, []
+        for reader in idle:
+            reader.close()
+
+    def _take_reader(self) -> Reader:
+        with self._lock:
+            if self._idle_readers:
+                return self._idle_readers.pop()
+        return Reader(self.db_path)
+
+    def _give_back(self, reader: Reader) -> None:
+        """A connection's Reader, kept for the next one unless the pool is full, the
+        server stops, or it still holds a read transaction (an unfinished statement):
+        kept, it would hold a snapshot of the WAL and stop every checkpoint."""
+        idle = reader.ready_for_reuse()
+        with self._lock:
+            if idle and not self._stopping.is_set() and len(self._idle_readers) < IDLE_READERS:
+                self._idle_readers.append(reader)
+                return
+        reader.close()
 
     def _accept_loop(self) -> None:
         assert self._sock is not None
@@ -218,7 +247,7 @@ class Server:
     def _serve_conn(self, conn: socket.socket) -> None:
         reader: Reader | None = None
         try:
-            reader = Reader(self.db_path)
+            reader = self._take_reader()
             buf = bytearray()
             # Inside a request over the cap: its error is sent, the rest is dropped up
             # to its newline.
@@ -267,7 +296,7 @@ class Server:
             with contextlib.suppress(OSError):
                 conn.close()
             if reader is not None:
-                reader.close()
+                self._give_back(reader)
 
     def _handle_line(self, conn: socket.socket, reader: Reader, line: bytes) -> bool:
         try:

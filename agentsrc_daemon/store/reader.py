@@ -155,6 +155,18 @@ class Reader:
     def close(self) -> None:
         self.conn.close()
 
+    def ready_for_reuse(self) -> bool:
+        """Whether this Reader may serve another connection: no read transaction open
+        (an unfinished statement would hold a snapshot of the WAL, and no checkpoint
+        could pass it), and then its page cache released (it waits idle)."""
+        try:
+            if self.conn.txn_state() != apsw.SQLITE_TXN_NONE:
+                return False
+            self.conn.execute("PRAGMA shrink_memory")
+        except apsw.Error:
+            return False
+        return True
+
     @contextmanager
     def snapshot(self) -> Iterator[apsw.Connection]:
         with self.conn:
