@@ -8,6 +8,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py cli [--runs 30]
+    .venv/bin/python bench/run.py status [--copies 20] [--calls 300] [--rounds 3] [--baseline TREE]
     .venv/bin/python bench/run.py startup --store DIR [--repeats 3]   (DIR: data/ and home/)
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
     .venv/bin/python bench/run.py size [--copies 5] [--baseline main]
@@ -808,6 +809,43 @@ def bench_cli(args: argparse.Namespace) -> None:
               f"  (floor + {(med - floor) * 1000:5.1f} ms)")
 
 
+def bench_status(args: argparse.Namespace) -> None:
+    """What one `status` over the socket costs the live daemon (its CPU, all threads,
+    before and after ``--calls`` calls, one connection each as the CLI and every progress
+    poll make), on the replicated corpus; with --baseline TREE, that tree's daemon on the
+    same home too, the two alternating in rounds."""
+    home = make_home(args.copies, Path(args.workdir))
+    codes: list[Path | None] = [None]
+    if args.baseline:
+        codes = [Path(args.baseline).resolve(), None]
+    daemons = {code: Daemon(home, code=code) for code in codes}
+    per_call: dict[Path | None, list[tuple[float, float]]] = {code: [] for code in codes}
+    try:
+        for d in daemons.values():
+            d.start()
+            d.wait_live()
+            while d.call("status")["search_index"]["state"] != "ready":
+                time.sleep(0.2)
+        for _ in range(args.rounds):
+            for code, d in daemons.items():
+                assert d.proc is not None
+                c0, t0 = _task_cpu(d.proc.pid), time.perf_counter()
+                for _ in range(args.calls):
+                    d.call("status")
+                per_call[code].append(((_task_cpu(d.proc.pid) - c0) / args.calls * 1000,
+                                       (time.perf_counter() - t0) / args.calls * 1000))
+    finally:
+        for d in daemons.values():
+            d.stop()
+    print(f"status: {args.calls} calls a round, {args.rounds} rounds, on {args.copies} copies"
+          " of the corpus, a connection each")
+    for code, xs in per_call.items():
+        name = f"baseline {args.baseline}" if code is not None else "this tree"
+        print(f"  {name}: daemon CPU {statistics.median(x[0] for x in xs):.2f} ms a call"
+              f" (rounds {', '.join(f'{x[0]:.2f}' for x in xs)}), wall"
+              f" {statistics.median(x[1] for x in xs):.2f} ms")
+
+
 def _task_cpu(pid: int) -> float:
     """CPU seconds of a live process's threads, in nanoseconds' precision (schedstat)."""
     total = 0
@@ -1085,6 +1123,12 @@ def main() -> None:
     su.add_argument("--profile", default="", help="a directory: each start's cProfile until live")
     cl = sub.add_parser("cli")
     cl.add_argument("--runs", type=int, default=30)
+    stp = sub.add_parser("status")
+    stp.add_argument("--copies", type=int, default=20)
+    stp.add_argument("--calls", type=int, default=300)
+    stp.add_argument("--rounds", type=int, default=3)
+    stp.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    stp.add_argument("--baseline", default="", help="another tree (main's checkout)")
     sk = sub.add_parser("sink")
     sk.add_argument("--copies", type=int, default=20)
     sk.add_argument("--repeats", type=int, default=3)
@@ -1117,6 +1161,7 @@ def main() -> None:
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
          "latency": bench_latency, "idle": bench_idle, "sink": bench_sink, "cli": bench_cli,
+         "status": bench_status,
          "startup": bench_startup, "scale": scale.bench_scale,
          "answers": bench_answers}[args.cmd](args)
 
