@@ -866,9 +866,9 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     PACK_STATES,
     # 17 -> 18: `status` counts the files present and sums their skipped lines without
     # reading the sources' rows (Reader.counts, skipped_totals): a row holds its file's
-    # adapter state, which overflows its page, so each scan read the whole table (12 ms
-    # each for 44,000 sources, 24 ms a status; a client polling status every 20 ms in a
-    # backfill made the daemon pay that 50 times a second). Two partial indexes that
+    # adapter state (1.4 KB on average at 10 million events), so each scan read the whole
+    # table (21.5 ms a status for 44,000 sources, bench/status_reads.py; a client polling
+    # status every 20 ms made the daemon pay that 50 times a second). Two partial indexes that
     # cover what status reads: the present files (gone_at, NULL in each), and the few with
     # skipped lines with their counts. Built in one transaction (a read of the sources: a
     # tenth of a second for 44,000).
