@@ -10,6 +10,13 @@ whatever the statement says), then times, alternating, the old statements on the
 the Reader's on the store, and checks they give the same answers.
 
     .venv/bin/python bench/status_reads.py [--sources 44000] [--state 1400] [--repeats 200]
+
+With ``--bigstore DIR`` (a bench/bigstore.py build at schema 18 or later) and ``--baseline
+TREE`` (an older checkout), it times `status` itself over the socket instead: each daemon
+on a copy of the build's data dir, the baseline's with schema 18 undone (its two indexes
+dropped, the version set back to 17), a connection per call as the CLI makes.
+
+    .venv/bin/python bench/status_reads.py --bigstore DIR --baseline TREE [--calls 300]
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,6 +36,7 @@ from typing import Any
 import apsw
 import orjson
 
+from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.store import Reader, Store
 
 OLD_COUNTS = ("SELECT COUNT(*) FROM sources WHERE gone_at IS NULL",
@@ -67,12 +77,82 @@ def new_reads(reader: Reader) -> tuple[list[int], dict[str, int]]:
     return [c["files"], c["files_gone"]], reader.skipped_totals()
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_calls(build: Path, code: Path | None, undo_18: bool, calls: int, tmp: Path
+                 ) -> tuple[float, float, float]:
+    """Median and p99 wall of ``calls`` status calls, and the daemon's CPU a call (ms), of
+    ``code``'s daemon (this tree's: None) on a copy of the build's data dir."""
+    data = tmp / ("baseline" if code else "tree")
+    shutil.copytree(build / "data", data)
+    if undo_18:
+        conn = apsw.Connection(str(data / "agentsrc.db"))
+        conn.execute("DROP INDEX sources_present; DROP INDEX sources_skipping;"
+                      " PRAGMA user_version=17")
+        conn.close()
+    os.sync()  # the copy written back before anything is timed
+    sock = tmp / f"s-{data.name}" / "agentsrc.sock"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(build / "home"),
+           "AGENTSRC_DATA_DIR": str(data), "AGENTSRC_SOCKET": str(sock),
+           "XDG_CONFIG_HOME": str(tmp / "cfg")}
+    proc = subprocess.Popen([sys.executable, "-m", "agentsrc_daemon.cli", "run"], env=env,
+                            cwd=str(code or Path(__file__).resolve().parents[1]),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                with Client(sock, timeout=5) as c:
+                    if c.call("status", {})["state"] == "live":
+                        break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.2)
+        time.sleep(2)
+        walls = []
+        c0 = _cpu_seconds(proc.pid)
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            with Client(sock, timeout=10) as c:
+                c.call("status", {})
+            walls.append((time.perf_counter() - t0) * 1000)
+        cpu = (_cpu_seconds(proc.pid) - c0) / calls * 1000
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(data, ignore_errors=True)
+    walls.sort()
+    return statistics.median(walls), walls[max(0, int(len(walls) * 0.99) - 1)], cpu
+
+
+def main_bigstore(args: argparse.Namespace) -> None:
+    build = Path(args.bigstore)
+    with tempfile.TemporaryDirectory(prefix="status-", dir=args.workdir) as tmp:
+        print(f"status over the socket: {args.calls} calls, a connection each, on a copy of {build.name}")
+        for name, code in (("baseline", Path(args.baseline).resolve()), ("this tree", None)):
+            p50, p99, cpu = status_calls(build, code, code is not None, args.calls, Path(tmp))
+            print(f"  {name:10s} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  daemon CPU {cpu:6.2f} ms a call")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sources", type=int, default=44_000)
     ap.add_argument("--state", type=int, default=1400, help="bytes of adapter state a row")
     ap.add_argument("--repeats", type=int, default=200)
+    ap.add_argument("--bigstore", default="", help="a bench/bigstore.py build (its dir)")
+    ap.add_argument("--baseline", default="", help="with --bigstore: an older checkout")
+    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--workdir", default=None, help="where the copies go (default: /tmp)")
     args = ap.parse_args()
+    if args.bigstore:
+        if not args.baseline:
+            ap.error("--bigstore needs --baseline")
+        main_bigstore(args)
+        return
     with tempfile.TemporaryDirectory(prefix="status-") as tmp:
         db = Path(tmp) / "agentsrc.db"
         build(db, args.sources, args.state)
