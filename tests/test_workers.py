@@ -129,11 +129,10 @@ def test_workers_take_what_their_hands_hold_and_the_thread_the_rest(scheduler: A
     backfill.collect(stop=lambda: True)
     assert committed == [done] and backfill.rounds_in_workers == 1
     assert not backfill.collect_due()
-    backfill.ready = {"/r/x.jsonl": [done]}
-    backfill.ready_bytes = {"/r/x.jsonl": 77}
+    backfill.ready = {"/r/x.jsonl": [done]}  # its pieces' bytes: 77
     assert backfill.place(spec("f"), ingestor) is False  # room: 0 in flight + 1 held < 2
     assert pool.held[-1] == (1, 77) and pool.submitted[-1] == ("/r/f.jsonl", 123)
-    backfill.ready, backfill.ready_bytes = {}, {}
+    backfill.ready = {}
     del pool.in_flight["/r/f.jsonl"]
     # Only the deferred file is left, nothing in flight: nothing left for the thread
     # either, so it waits briefly, and the next round closes the pool.
@@ -328,7 +327,7 @@ def test_finished_rounds_of_several_files_are_committed_together(tmp_path: Path)
         # d alone, over unit_events: a commit takes one piece at least
         [("/r/d.jsonl", 500, 9)],
     ]
-    assert backfill.ready == {} and backfill.ready_bytes == {}
+    assert backfill.ready == {}
     e = [_piece("/r/e.jsonl", 10, 3, more=False)]
     f = [_piece("/r/f.jsonl", 10, 4, more=False)]
     g = [_piece("/r/g.jsonl", 500, 6, more=False)]

@@ -355,7 +355,6 @@ class BackfillScheduler:
         self.deferred: set[str] = set()  # files waiting for the workers to finish
         # Finished rounds' pieces not committed yet, by file, in the order they finished.
         self.ready: dict[str, list[WorkerRound]] = {}
-        self.ready_bytes: dict[str, int] = {}  # what each of those rounds read
         # Files written to while the pool runs: live sessions, read by this thread from
         # then on (an append to them does not wait for a worker's round).
         self.live: set[str] = set()
@@ -390,7 +389,6 @@ class BackfillScheduler:
         for pieces in self.pool.done(wait=wait):
             self.rounds_in_workers += 1
             self.ready[pieces[0].path] = pieces
-            self.ready_bytes[pieces[0].path] = sum(p.round.bytes for p in pieces)
         committed = False
         while self.ready:
             if committed and stop is not None and stop():
@@ -402,7 +400,6 @@ class BackfillScheduler:
                 # so the rest of their rounds is read again; the loop waits to retry.
                 for unit in units:
                     self.ready.pop(unit.path, None)
-                    self.ready_bytes.pop(unit.path, None)
                 break
         return committed
 
@@ -415,10 +412,11 @@ class BackfillScheduler:
         events = 0
         for path, pieces in list(self.ready.items()):
             take = 0
-            while take < len(pieces) and (
-                not (units or take) or events + len(pieces[take].batch.rows) <= self.unit_events
-            ):
-                events += len(pieces[take].batch.rows)
+            for piece in pieces:
+                n = len(piece.batch.rows)
+                if (units or take) and events + n > self.unit_events:
+                    break  # (the commit's first piece is taken whatever its size)
+                events += n
                 take += 1
             if take:
                 units.append(merged(pieces[:take]))
@@ -426,7 +424,6 @@ class BackfillScheduler:
             if pieces:
                 break
             del self.ready[path]
-            self.ready_bytes.pop(path, None)
         return units
 
     def place(self, spec: sources.SourceSpec, ingestor: Ingestor) -> bool:
@@ -450,7 +447,7 @@ class BackfillScheduler:
         if pool is not None:
             if self.holds(spec.path):
                 return False
-            held_bytes = sum(self.ready_bytes.values())
+            held_bytes = sum(p.round.bytes for pieces in self.ready.values() for p in pieces)
             if spec.path not in self.live and pool.has_room(len(self.ready), held_bytes):
                 cursor = ingestor.cursor_for(spec)
                 ingestor.load_state(cursor)  # the worker has no store to read it from
@@ -531,7 +528,6 @@ class BackfillScheduler:
         self.deferred.clear()
         self.live.clear()
         self.ready.clear()  # only what a refused commit left: read again from the store's cursor
-        self.ready_bytes.clear()
         log.info(
             "backfill_workers_done",
             rounds_in_workers=self.rounds_in_workers,
