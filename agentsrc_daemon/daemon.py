@@ -935,13 +935,9 @@ class Daemon:
         batches are committed in one transaction with the cursors they advanced, which
         replace this thread's copies."""
         cursors = self.components.ingestor.cursors
-        if len(done) == 1:
-            batch = done[0].batch
-        else:
-            batch = Batch()
-            for d in done:
-                batch.merge(d.batch)
+        batch = Batch()
         for d in done:
+            batch.merge(d.batch)
             cursors[d.path] = d.cursor
         if not self._commit(batch, "worker"):
             return False
