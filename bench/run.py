@@ -558,6 +558,24 @@ def store_home(store: Path) -> Path:
     return store / "home"
 
 
+def copy_store_data(store: Path, workdir: Path) -> Path:
+    """A copy of a built store's data dir (bench/bigstore.py) in a new directory under
+    ``workdir`` (a daemon writes what it opens), written back to the disk before it is
+    returned: the copy's gigabytes are dirty in the page cache until then, and a daemon
+    started at once has its WAL writes throttled behind that writeback (measured: a
+    first run's commits 74-76% blocked, p99 4.5 s), which is the copy's cost, not the
+    daemon's."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    data = Path(tempfile.mkdtemp(prefix="asl-data-", dir=workdir))
+    for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
+        src = store / "data" / name
+        if src.exists():
+            shutil.copyfile(src, data / name)
+            os.chmod(data / name, 0o600)
+    os.sync()
+    return data
+
+
 def bench_latency(args: argparse.Namespace) -> None:
     """Append -> subscriber. With --backfill-copies N the home also holds N copies of
     the corpus (hard links to make_home's), so the appends land while the daemon
@@ -577,20 +595,9 @@ def bench_latency(args: argparse.Namespace) -> None:
         # Each run appends to files of its own in a project directory of its own,
         # removed after: the store's files are untouched.
         home = store_home(Path(args.bigstore))
-        Path(args.workdir).mkdir(parents=True, exist_ok=True)
         for code in codes:
-            data = datas[code] = Path(tempfile.mkdtemp(prefix="asl-data-", dir=args.workdir))
             t = time.perf_counter()
-            for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
-                src = Path(args.bigstore) / "data" / name
-                if src.exists():
-                    shutil.copyfile(src, data / name)
-                    os.chmod(data / name, 0o600)
-            # The copy's gigabytes are dirty in the page cache until written back: a daemon
-            # started now has its WAL writes throttled behind that writeback (measured: a
-            # first run's commits 74-76% blocked, p99 4.5 s), which is the copy's cost,
-            # not the daemon's. Written back first, so the runs measure the daemon.
-            os.sync()
+            datas[code] = copy_store_data(Path(args.bigstore), Path(args.workdir))
             print(f"latency: {args.bigstore}: database copied and synced in"
                   f" {time.perf_counter() - t:.0f} s")
     elif args.backfill_copies:

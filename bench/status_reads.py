@@ -25,8 +25,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,8 +33,8 @@ from typing import Any
 
 import apsw
 import orjson
+from run import Daemon, copy_store_data, store_home  # bench/ is on the path
 
-from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.store import Reader, Store
 
 OLD_COUNTS = ("SELECT COUNT(*) FROM sources WHERE gone_at IS NULL",
@@ -77,53 +75,30 @@ def new_reads(reader: Reader) -> tuple[list[int], dict[str, int]]:
     return [c["files"], c["files_gone"]], reader.skipped_totals()
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def status_calls(build: Path, code: Path | None, undo_18: bool, calls: int, tmp: Path
+def status_calls(build: Path, code: Path | None, undo_18: bool, calls: int, workdir: Path
                  ) -> tuple[float, float, float]:
     """Median and p99 wall of ``calls`` status calls, and the daemon's CPU a call (ms), of
     ``code``'s daemon (this tree's: None) on a copy of the build's data dir."""
-    data = tmp / ("baseline" if code else "tree")
-    shutil.copytree(build / "data", data)
+    data = copy_store_data(build, workdir)
     if undo_18:
         conn = apsw.Connection(str(data / "agentsrc.db"))
         conn.execute("DROP INDEX sources_present; DROP INDEX sources_skipping;"
-                      " PRAGMA user_version=17")
+                     " PRAGMA user_version=17")
         conn.close()
-    os.sync()  # the copy written back before anything is timed
-    sock = tmp / f"s-{data.name}" / "agentsrc.sock"
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(build / "home"),
-           "AGENTSRC_DATA_DIR": str(data), "AGENTSRC_SOCKET": str(sock),
-           "XDG_CONFIG_HOME": str(tmp / "cfg")}
-    proc = subprocess.Popen([sys.executable, "-m", "agentsrc_daemon.cli", "run"], env=env,
-                            cwd=str(code or Path(__file__).resolve().parents[1]),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    d = Daemon(store_home(build), {"AGENTSRC_DATA_DIR": str(data)}, code)
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                with Client(sock, timeout=5) as c:
-                    if c.call("status", {})["state"] == "live":
-                        break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(0.2)
+        d.start()
+        d.wait_live()
         time.sleep(2)
         walls = []
-        c0 = _cpu_seconds(proc.pid)
+        c0 = d.cpu_seconds()
         for _ in range(calls):
             t0 = time.perf_counter()
-            with Client(sock, timeout=10) as c:
-                c.call("status", {})
+            d.call("status")
             walls.append((time.perf_counter() - t0) * 1000)
-        cpu = (_cpu_seconds(proc.pid) - c0) / calls * 1000
+        cpu = (d.cpu_seconds() - c0) / calls * 1000
     finally:
-        proc.terminate()
-        proc.wait()
+        d.stop()
         shutil.rmtree(data, ignore_errors=True)
     walls.sort()
     return statistics.median(walls), walls[max(0, int(len(walls) * 0.99) - 1)], cpu
