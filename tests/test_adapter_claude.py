@@ -40,7 +40,7 @@ from agentsrc_daemon.events import (
 )
 
 from adapter_lines import parse_document_with, parse_lines_with, read_lines
-from corpus import corpus_home
+from corpus import corpus_home, is_read
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude" / "projects"
 FIXTURE_SID = "11111111-2222-4333-8444-555555555555"
@@ -238,7 +238,7 @@ class Parsed(dict[str, list[Record]]):
 
 @pytest.fixture(scope="module")
 def corpus_records() -> Parsed:
-    found = {under_project(p) for p in projects().rglob("*.jsonl")}
+    found = {under_project(p) for p in projects().rglob("*.jsonl") if is_read(p)}
     assert found == set(CORPUS)
     return Parsed({rel: parse_file(corpus_file(rel)) for rel in CORPUS})
 
@@ -274,6 +274,8 @@ def test_corpus_has_no_drift(corpus_records: dict[str, list[Record]]) -> None:
 def test_every_corpus_record_type_is_handled_or_ignored() -> None:
     seen: set[tuple[str, str | None]] = set()
     for path in projects().rglob("*.jsonl"):
+        if not is_read(path):
+            continue
         for _, obj in read_lines(path):
             seen.add((obj["type"], obj.get("subtype") if obj["type"] == "system" else None))
     known = claude.HANDLED_RECORD_TYPES | claude.IGNORED_RECORD_TYPES

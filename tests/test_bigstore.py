@@ -7,6 +7,7 @@ live on an append."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
@@ -17,7 +18,7 @@ from agentsrc_daemon.store import packing
 from agentsrc_daemon.store.schema import SCHEMA_VERSION
 
 from bigstore import DB_NAME, Appended, BigStore, build, checkout, migrated_copy
-from corpus import corpus_home
+from corpus import corpus_home, source_files
 from harness import DaemonFactory, claude_line, wait_for
 from replicate import load_corpus, write_copy
 
@@ -52,16 +53,41 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def two(out: Path) -> BigStore:
-    # Two copies (the first holds 11,505 events), every file kept.
-    return build(out, events=12_000, files=100_000, corpus=corpus_home(), say=False)
+def one(out: Path) -> BigStore:
+    # Copy 0 alone: the sizes of the builds below are derived from it, so they hold as
+    # the corpus grows.
+    return build(out, events=1, files=100_000, corpus=corpus_home(), say=False)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The build arguments that give two and three copies of this corpus."""
+
+    two_events: int  # one event past copy 0
+    three_events: int  # half a copy past two copies
+    three_files: int  # copy 0's sources, then copy 1's Codex files and 7 of Claude's
 
 
 @pytest.fixture(scope="module")
-def three(out: Path) -> BigStore:
-    # Three copies; copy 0's 54 sources and 20 of copy 1's on disk (its 13 Codex
-    # files and 7 of Claude's, in the roots' order).
-    return build(out, events=30_000, files=74, corpus=corpus_home(), say=False)
+def sizes(one: BigStore) -> Sizes:
+    per_copy_approx = one.events  # a copy adds a little less than copy 0 (its databases)
+    codex = len(source_files(corpus_home())["codex"])
+    return Sizes(one.events + 1, one.events + per_copy_approx + per_copy_approx // 2,
+                 one.files + codex + 7)
+
+
+@pytest.fixture(scope="module")
+def two(out: Path, sizes: Sizes) -> BigStore:
+    # Two copies, every file kept.
+    return build(out, events=sizes.two_events, files=100_000, corpus=corpus_home(), say=False)
+
+
+@pytest.fixture(scope="module")
+def three(out: Path, sizes: Sizes) -> BigStore:
+    # Three copies; copy 0's sources and some of copy 1's on disk (Sizes.three_files,
+    # in the roots' order), the rest gone.
+    return build(out, events=sizes.three_events, files=sizes.three_files,
+                 corpus=corpus_home(), say=False)
 
 
 def test_two_copies_equal_the_daemons_backfill_of_them(
@@ -79,10 +105,9 @@ def test_two_copies_equal_the_daemons_backfill_of_them(
     assert _profile(d.data_dir / DB_NAME) == _profile(two.db_path)
 
 
-def test_copies_are_distinct(out: Path, two: BigStore, three: BigStore) -> None:
+def test_copies_are_distinct(one: BigStore, two: BigStore, three: BigStore) -> None:
     """Each copy adds the same events and sessions as the one before: nothing collapsed
     (copy 0 has OpenCode's database besides, copied once by replicate.py)."""
-    one = build(out, events=1, files=100_000, corpus=corpus_home(), say=False)
     assert (one.copies, two.copies, three.copies) == (1, 2, 3)
     per_copy = two.events - one.events
     assert 0.9 * one.events < per_copy < one.events
@@ -90,23 +115,24 @@ def test_copies_are_distinct(out: Path, two: BigStore, three: BigStore) -> None:
     assert three.sessions - two.sessions == two.sessions - one.sessions
 
 
-def test_files_on_disk_are_the_sources_not_gone(three: BigStore) -> None:
+def test_files_on_disk_are_the_sources_not_gone(three: BigStore, sizes: Sizes) -> None:
     tracked = _rows(three.db_path, "SELECT path, gone_at IS NULL FROM sources")
     on_disk = [str(p) for p, live in tracked if live]
     gone = [str(p) for p, live in tracked if not live]
-    assert len(on_disk) == three.files == 74
+    assert len(on_disk) == three.files == sizes.three_files
     assert all(Path(p).is_file() for p in on_disk)
-    assert len(gone) == three.files_gone == len(tracked) - 74
+    assert len(gone) == three.files_gone == len(tracked) - sizes.three_files
     assert not any(Path(p).exists() for p in gone)
     (events,) = _rows(three.db_path, "SELECT COUNT(*) FROM events")[0]
     (counted,) = _rows(three.db_path, "SELECT value FROM counters WHERE name = 'events'")[0]
     assert events == counted == three.events
     # Cached: asking again builds nothing.
-    assert build(Path(three.dir).parent, events=30_000, files=74, say=False) == three
+    assert build(Path(three.dir).parent, events=sizes.three_events, files=sizes.three_files,
+                 say=False) == three
 
 
 def test_a_daemon_on_a_checkout_reads_nothing_and_goes_live(
-    three: BigStore, daemon_factory: DaemonFactory, tmp_path: Path
+    one: BigStore, three: BigStore, sizes: Sizes, daemon_factory: DaemonFactory, tmp_path: Path
 ) -> None:
     data = checkout(three, tmp_path / "co")
     d = daemon_factory(Path(three.home), AGENTSRC_DATA_DIR=str(data)).start()
@@ -115,12 +141,14 @@ def test_a_daemon_on_a_checkout_reads_nothing_and_goes_live(
     # Only a database source is polled after a start (by design); no file is read.
     assert st["progress"]["files_total"] == databases == 2
     assert st["progress"]["bytes_done"] == 0
-    assert (st["events"], st["files"], st["files_gone"]) == (three.events, 74, three.files_gone)
+    assert (st["events"], st["files"], st["files_gone"]) == (
+        three.events, sizes.three_files, three.files_gone)
 
-    # A Claude transcript of a copy (its id rewritten), among the files kept.
+    # A Claude transcript of a copy (its id rewritten), among the files kept (copy 0's
+    # sources come first).
     (target,) = [
         Path(str(p)) for (p,) in _rows(data / DB_NAME, "SELECT path FROM sources WHERE gone_at IS NULL"
-                                       " AND adapter = 'claude-code' AND mode = 'jsonl' AND id > 54"
+                                       f" AND adapter = 'claude-code' AND mode = 'jsonl' AND id > {one.files}"
                                        " AND path NOT LIKE '%/subagents/%' ORDER BY size DESC LIMIT 1")
     ]
     sid = next(orjson.loads(line)["sessionId"] for line in target.read_bytes().splitlines()

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from corpus import corpus_home
+from corpus import corpus_home, source_files
 from harness import DaemonProcess, all_events, claude_line, claude_session, signature, wait_for
 from replicate import replicate
 
@@ -157,9 +157,9 @@ def test_status_wait_returns_once_live_with_progress(tmp_path: Path) -> None:
         out = d.cli("status", "--wait", "--json")
         final = orjson.loads(out.stdout)
         assert final["state"] == "live" and final["pending_bytes"] == 0
-        # 23 Codex and Claude files per copy, 15 Gemini files (their names carry no id the
-        # replication rewrites: one set), 6 Copilot files per copy, 2 OpenCode databases
-        # (copied once) and 8 OpenCode JSON documents per copy.
-        assert final["progress"]["files_done"] == final["progress"]["files_total"] == 91
+        # Every source of both copies: the Gemini files once (their names carry no id the
+        # replication rewrites), the OpenCode databases once (copied once).
+        files = sum(len(paths) for paths in source_files(home).values())
+        assert final["progress"]["files_done"] == final["progress"]["files_total"] == files
     finally:
         d.cleanup()
