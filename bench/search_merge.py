@@ -1,6 +1,5 @@
 """The search index's build after a deferred cold backfill, under three merge policies,
-side by side in one run (docs/performance.md, "Append to subscriber at 10 million
-events: the search index's merges..."):
+side by side in one run (docs/performance.md, "Live appends at 10 million events"):
 
 - ``automerge``: FTS5 merges inside the build's chunks (schema 14 and before);
 - ``merge-first``: automerge off, the debt paid in steps before each next chunk (the

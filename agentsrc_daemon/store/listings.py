@@ -6,7 +6,7 @@ within a capped listing's ``Cut``), its filters, and the moment recency is measu
 from (``now``), all carried in the page cursor. So every page of a listing scores the
 same candidates to the same values, and a later page only needs the first page's sorted
 candidates to find its own. Scoring them again costs what the candidates cost (about 12
-ms for 1,000 at 10 million events, docs/performance.md "A ranked listing's later pages");
+ms for 1,000 at 10 million events, docs/performance.md "Ranked search at 10 million events");
 reading them from here costs a binary search.
 
 Bounded: the newest ``LISTINGS`` listings, each at most the candidates of a capped

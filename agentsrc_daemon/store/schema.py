@@ -314,7 +314,7 @@ FILL_USAGE_GROUPS = ChunkedMigration(
 )
 
 # 12 -> 13: the project filters of files.reads, files.edits and commands.list, oldest
-# first (docs/performance.md, "Pages at 10 million events, again (project filters)").
+# first (docs/performance.md, "Pages at 10 million events").
 # An event is in a project by its session (whose project root or cwd is the project) or
 # by its own data (derived reads and edits carry a ``project_root``), so a page was a
 # walk of the kind that unpacked every event of another session. Now two arms, each in

@@ -1,8 +1,7 @@
 """The usage aggregate (``agg_usage``, store/aggregates.py) summed per grouping, kept by
 triggers on it, so that ``usage.summary`` without filters reads a few dozen rows where
 it counted the distinct sessions of every usage key (about 30,000 at 10 million events:
-five sorts of them, 250-300 ms; see docs/performance.md, "Reports at 10 million events,
-again").
+five sorts of them, 250-300 ms; see docs/performance.md, "Reports at 10 million events").
 
 Two tables:
 
