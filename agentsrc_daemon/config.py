@@ -117,7 +117,7 @@ class SinkConfig:
                 return self.password_file.read_text().rstrip("\r\n")
             except OSError as exc:
                 raise ConfigError(f"cannot read the sink's password file: {exc}") from None
-        env = os.environ if env is None else env
+        env = environment() if env is None else env
         return env.get(self.password_env, "")
 
     def target(self) -> str:
@@ -125,6 +125,84 @@ class SinkConfig:
         everything again (to the new place, or with the new labels or level)."""
         return "|".join((self.url.rstrip("/"), self.database, self.host_label, self.user_label,
                          self.level))
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """Knobs for measuring and for unusual machines, read once from the environment by
+    ``load_config`` (docs/operations.md, "Tuning"), so no other module reads it. None:
+    the default of the module that uses the knob (named beside each)."""
+
+    # AGENTSRC_WORKERS: backfill worker processes, 0 for none (ingest/workers.py).
+    workers: int | None = None
+    # AGENTSRC_WORKER_MIN_BACKLOG: bytes of backlog that start the workers (same).
+    worker_min_backlog: int | None = None
+    # AGENTSRC_SLOW_STEP_MS: loop steps longer than this are logged (ingest/steps.py).
+    slow_step_ms: float | None = None
+    # AGENTSRC_SEARCH_DEFER_MIN_BACKLOG: a first catch-up this large builds the search
+    # index after it (daemon.py).
+    search_defer_min_backlog: int | None = None
+    # AGENTSRC_SEARCH_CHUNK: events per chunk of that build (store/writer.py).
+    search_chunk_ids: int | None = None
+    # AGENTSRC_SEARCH_INDEX=0: no search index at all, to measure what it costs.
+    search_index: bool = True
+    # AGENTSRC_SEARCH_MERGE_PAGES: pages per step of the index's merging (store).
+    search_merge_pages: int | None = None
+    # AGENTSRC_MIGRATE_CHUNK: events per chunk of a chunked migration (store).
+    migrate_chunk_ids: int | None = None
+    # AGENTSRC_CHECKPOINT_THREAD=0: WAL checkpoints on the ingest thread only.
+    checkpoint_thread: bool = True
+    # AGENTSRC_GC_FREEZE=0: the heap is not frozen once live (system/memory.py).
+    gc_freeze: bool = True
+    # AGENTSRC_PROFILE_START=FILE: cProfile from start until live, written to FILE.
+    profile_start: Path | None = None
+
+
+def _count(env: Mapping[str, str], name: str) -> int | None:
+    """A non-negative integer knob; anything else is unset (its default)."""
+    value = env.get(name, "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def _switch(env: Mapping[str, str], name: str) -> bool:
+    """A knob that is on unless set to 0."""
+    return env.get(name, "1").strip() != "0"
+
+
+def tuning_from(env: Mapping[str, str]) -> Tuning:
+    slow = env.get("AGENTSRC_SLOW_STEP_MS", "").strip()
+    try:
+        slow_ms = float(slow) if slow else None
+    except ValueError:
+        slow_ms = None
+    profile = env.get("AGENTSRC_PROFILE_START", "").strip()
+    return Tuning(
+        workers=_count(env, "AGENTSRC_WORKERS"),
+        worker_min_backlog=_count(env, "AGENTSRC_WORKER_MIN_BACKLOG"),
+        slow_step_ms=slow_ms,
+        search_defer_min_backlog=_count(env, "AGENTSRC_SEARCH_DEFER_MIN_BACKLOG"),
+        search_chunk_ids=_count(env, "AGENTSRC_SEARCH_CHUNK") or None,
+        search_index=_switch(env, "AGENTSRC_SEARCH_INDEX"),
+        search_merge_pages=_count(env, "AGENTSRC_SEARCH_MERGE_PAGES") or None,
+        migrate_chunk_ids=_count(env, "AGENTSRC_MIGRATE_CHUNK") or None,
+        checkpoint_thread=_switch(env, "AGENTSRC_CHECKPOINT_THREAD"),
+        gc_freeze=_switch(env, "AGENTSRC_GC_FREEZE"),
+        profile_start=Path(profile) if profile else None,
+    )
+
+
+def environment() -> Mapping[str, str]:
+    """The process's environment. This module is the one place that reads it; the rest
+    of the package is handed what it needs (a setting, or this mapping where a host
+    convention is looked up: systemd's NOTIFY_SOCKET, XDG directories), so where a
+    setting comes from is always found here."""
+    return os.environ
+
+
+def cli_fast_path(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``status`` and ``sessions`` take the CLI's fast path (cli/fast.py);
+    AGENTSRC_CLI_FAST=0 sends them through typer, to compare the two."""
+    return (environment() if env is None else env).get("AGENTSRC_CLI_FAST") != "0"
 
 
 @dataclass(slots=True)
@@ -148,6 +226,7 @@ class Config:
     batch_max_delay: float = 0.2  # seconds: commits are at most this far behind
     scan: ScanConfig = field(default_factory=ScanConfig)
     sink: SinkConfig | None = None
+    tuning: Tuning = field(default_factory=Tuning)
 
     @property
     def db_path(self) -> Path:
@@ -167,6 +246,16 @@ class Config:
             "copilot": self.copilot_root,
             "opencode": self.opencode_root,
         }
+
+    # What a reload cannot change: the daemon says a restart is needed for them.
+    RESTART_FIELDS = (
+        "data_dir", "socket_path", "codex_root", "claude_root", "muse_root", "gemini_root",
+        "copilot_root", "opencode_root", "opencode_db", "sink",
+    )
+
+    def restart_needed_for(self, new: Config) -> list[str]:
+        """The settings ``new`` changes that a reload (SIGHUP) does not apply."""
+        return [n for n in self.RESTART_FIELDS if getattr(new, n) != getattr(self, n)]
 
     def extra_sources(self) -> dict[str, str]:
         """Source files named outside the roots' layouts: path -> adapter
@@ -327,7 +416,7 @@ def load_config(
     socket_path: str | Path | None = None,
 ) -> Config:
     """Resolve the configuration. Keyword arguments are command-line flags (None: unset)."""
-    env = os.environ if env is None else env
+    env = environment() if env is None else env
     home = Path(env.get("HOME") or Path.home()).absolute()
     explicit_file = config_file is not None or bool(env.get("AGENTSRC_CONFIG"))
     cfg_path = _expand(config_file, home) if config_file else default_config_file(env, home)
@@ -402,6 +491,7 @@ def load_config(
         config_file=cfg_path if cfg_path.exists() else None,
         scan=_scan_config(dict(doc.get("scan", {})), env),
         sink=_sink_config(doc, env, home),
+        tuning=tuning_from(env),
     )
     try:
         if "reconcile_interval" in daemon:

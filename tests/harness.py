@@ -45,8 +45,13 @@ def copy_tree(src: Path, dst: Path) -> None:
 
 
 class DaemonProcess:
-    def __init__(self, home: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, *, env: dict[str, str] | None = None, fakes: list[str] | None = None
+    ) -> None:
         self.home = home
+        # tests/daemon_with_fakes.py's options (a stalled loop, a full disk, ...): the
+        # daemon is started through it when any is given.
+        self.fakes = list(fakes or [])
         # Short paths: a Unix socket path must stay under ~104 bytes.
         self.run_dir = Path(tempfile.mkdtemp(prefix="asrc-", dir="/tmp"))
         self.data_dir = self.run_dir / "data"
@@ -67,8 +72,10 @@ class DaemonProcess:
 
     def start(self, *args: str, wait: bool = True) -> DaemonProcess:
         log = self.log_path.open("ab")
+        launcher = ([str(REPO / "tests" / "daemon_with_fakes.py"), *self.fakes] if self.fakes
+                    else ["-m", "agentsrc_daemon.cli"])
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentsrc_daemon.cli", "run", "--json-logs", *args],
+            [sys.executable, *launcher, "run", "--json-logs", *args],
             env=self.env,
             stdout=log,
             stderr=log,

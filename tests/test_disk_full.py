@@ -2,7 +2,7 @@
 further while it waits, and once there is space again every line arrives exactly once.
 
 The data dir is a small tmpfs when the test may mount one (root, as in the CI
-container); elsewhere the daemon's fault hook (AGENTSRC_TEST_DISK_FULL_FILE) makes every
+container); elsewhere a stand-in (tests/daemon_with_fakes.py --disk-full-file) makes every
 commit fail as SQLite does on a full disk. The test prints which it used."""
 
 from __future__ import annotations
@@ -85,11 +85,11 @@ def append(path: Path, start: int, n: int) -> None:
 def test_disk_full_then_space_again(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
     hook = d.run_dir / "disk-full"
-    d.env["AGENTSRC_TEST_DISK_FULL_FILE"] = str(hook)
+    d.fakes += ["--disk-full-file", str(hook)]
     f = transcript(d)
     append(f, 0, 10)
     with small_filesystem(d.data_dir) as mounted:
-        print(f"disk full by: {'a tmpfs of 24 MiB' if mounted else 'the fault hook'}")
+        print(f"disk full by: {'a tmpfs of 24 MiB' if mounted else 'the stand-in'}")
         d.start()
         st = d.wait_live()
         # A user line is a turn's start and its prompt, and ends the turn before it.

@@ -78,8 +78,10 @@ def test_ready_watchdog_stall_reload_stopping(tmp_path: Path, notify: NotifyList
         env={
             "NOTIFY_SOCKET": str(notify.path),
             "WATCHDOG_USEC": "400000",  # ping every 0.2 s
-            "AGENTSRC_TEST_STALL_FILE": str(stall),
         },
+        # The loop stalls while this file exists (tests/daemon_with_fakes.py: a stand-in
+        # for a hung loop).
+        fakes=["--stall-file", str(stall)],
     )
     try:
         d.start(wait=False)

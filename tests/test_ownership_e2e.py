@@ -1,6 +1,6 @@
 """Issue 9, end to end: corpus sessions copied into other sessions' files with the SAME
 record uuids (as Claude Code does for resumed and forked sessions), read by the real
-daemon forwards, in reverse (``AGENTSRC_TEST_INGEST_ORDER=reverse``, a test-only knob),
+daemon forwards, in reverse (tests/daemon_with_fakes.py --reverse-order),
 and killed with SIGKILL at random points of the backfill then restarted: every
 session's counters are the same in all three."""
 
@@ -64,14 +64,16 @@ def test_shared_uuids_any_order_any_crash(tmp_path: Path, daemon_factory: Daemon
     # Some copies were taken over: the sessions holding them show them as inherited.
     assert any(c[-1] for c in expected.values())
 
-    rev = daemon_factory(home, AGENTSRC_WORKERS="0", AGENTSRC_TEST_INGEST_ORDER="reverse")
+    rev = daemon_factory(home, AGENTSRC_WORKERS="0")
+    rev.fakes.append("--reverse-order")
     rev.start()
     rev.wait_live(timeout=300)
     assert _counters(rev) == expected
     rev.stop()
 
     rng = random.Random(9)
-    d = daemon_factory(home, AGENTSRC_WORKERS="0", AGENTSRC_TEST_INGEST_ORDER="reverse")
+    d = daemon_factory(home, AGENTSRC_WORKERS="0")
+    d.fakes.append("--reverse-order")
     for _ in range(2):
         d.start()
         target = rng.randint(200, 4000)

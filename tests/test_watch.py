@@ -101,7 +101,7 @@ def test_an_overflow_record_asks_for_a_reconcile(tmp_path: Path) -> None:
 
 
 def test_reconcile_pace() -> None:
-    from agentsrc_daemon.daemon import ReconcileStats
+    from agentsrc_daemon.ingest.queue import ReconcileStats
 
     def pace(cpu_ms: float, configured: float = 30.0) -> float:
         return ReconcileStats(cpu_ms=cpu_ms).next_interval(configured)

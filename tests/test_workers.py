@@ -88,12 +88,10 @@ def test_without_a_pool_every_file_is_read_here(scheduler: Any) -> None:
     assert committed == [] and backfill.pool is None
 
 
-def test_workers_off_means_no_pool_whatever_the_backlog(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("AGENTSRC_WORKERS", "0")
+def test_workers_off_means_no_pool_whatever_the_backlog(tmp_path: Path) -> None:
     backfill = BackfillScheduler(
-        load_config(env={"HOME": str(tmp_path)}), lambda r: True, budget_bytes=1
+        load_config(env={"HOME": str(tmp_path), "AGENTSRC_WORKERS": "0"}), lambda r: True,
+        budget_bytes=1,
     )
     ingestor = Ingestor(max_line_bytes=1 << 20)
     backfill.begin_round(["/r/a.jsonl"], lambda: 1 << 40, ingestor)

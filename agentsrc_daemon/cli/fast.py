@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import load_config
+from ..config import cli_fast_path, load_config
 from ..errors import AgentsrcError, DaemonNotRunning, RemoteError
 from ..rpc.client import Client
 from . import render
@@ -155,7 +155,7 @@ def answer(query: Query) -> int:
 
 def run(argv: list[str]) -> int | None:
     """The exit status of a query this path answers, or None: typer's turn."""
-    if os.environ.get("AGENTSRC_CLI_FAST") == "0":
+    if not cli_fast_path():
         return None  # the typer path, to compare the two (tests/test_cli.py)
     query = parse(argv)
     if query is None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass  # noqa: E402
 import orjson  # noqa: E402
 import structlog  # noqa: E402
 
-from ..config import Config  # noqa: E402
+from ..config import Config, Tuning  # noqa: E402
 from ..store import Batch, prepare  # noqa: E402
 from ..system.memory import release_freed_memory  # noqa: E402
 from . import sources  # noqa: E402
@@ -76,10 +76,10 @@ PIECE_BYTES = LIVE_ROUND_BUDGET_BYTES
 PIECE_EVENTS = LIVE_BATCH_EVENTS
 
 
-def min_backlog_bytes() -> int:
+def min_backlog_bytes(tuning: Tuning) -> int:
     """MIN_BACKLOG_BYTES, or $AGENTSRC_WORKER_MIN_BACKLOG (bytes; tests use a small one)."""
-    env = os.environ.get("AGENTSRC_WORKER_MIN_BACKLOG", "").strip()
-    return int(env) if env.isdigit() else MIN_BACKLOG_BYTES
+    n = tuning.worker_min_backlog
+    return MIN_BACKLOG_BYTES if n is None else n
 
 
 _worker_ingestor: Ingestor | None = None
@@ -164,13 +164,12 @@ def snapshot(cursor: Cursor) -> Cursor:
     )
 
 
-def worker_count() -> int:
+def worker_count(tuning: Tuning) -> int:
     """Workers to use: $AGENTSRC_WORKERS when set (0 turns them off), else one less than
     the cores (the daemon's own thread needs one), at least 1, at most 4. (On 2 cores a
     second worker was measured a little faster and 30-50 MB heavier: docs/performance.md.)"""
-    env = os.environ.get("AGENTSRC_WORKERS", "").strip()
-    if env.isdigit():
-        return int(env)
+    if tuning.workers is not None:
+        return tuning.workers
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
@@ -206,7 +205,7 @@ class BackfillPool:
     """The worker processes, and the file rounds in their hands."""
 
     def __init__(self, cfg: Config, log_level: str = "info", json_logs: bool | None = None):
-        self.size = worker_count()
+        self.size = worker_count(cfg.tuning)
         self._executor = ProcessPoolExecutor(
             max_workers=self.size,
             # spawn, not fork: the daemon has threads (watcher, server) by now.
@@ -325,7 +324,7 @@ class BackfillScheduler:
     held (not placed again) until they are.
 
     The pool is started once per daemon life, for a backlog of at least
-    ``min_backlog_bytes()``, and closed when its work is done; without it every file is
+    ``min_backlog_bytes``, and closed when its work is done; without it every file is
     read by the daemon's thread. While it runs, lines over BIG_LINE_BYTES are deferred
     (``Ingestor.defer_big_lines``): their files wait in ``deferred`` and are read by the
     daemon once the workers are gone, so two big working sets never add up.
@@ -349,7 +348,7 @@ class BackfillScheduler:
         self.log_level = log_level
         self.json_logs = json_logs
         # Worker processes for large backfills (AGENTSRC_WORKERS=0 turns them off).
-        self.enabled = worker_count() > 0
+        self.enabled = worker_count(cfg.tuning) > 0
         self.pool: BackfillPool | None = None
         self._pool_used = False
         self.deferred: set[str] = set()  # files waiting for the workers to finish
@@ -374,7 +373,8 @@ class BackfillScheduler:
             if not (self.pool.in_flight or self.ready or takeable):
                 self.close(ingestor)
             return
-        if not self._pool_used and self.enabled and backlog_bytes() >= min_backlog_bytes():
+        large = backlog_bytes() >= min_backlog_bytes(self.cfg.tuning)
+        if not self._pool_used and self.enabled and large:
             self._pool_used = True  # one pool per daemon life: a backfill happens once
             self.pool = BackfillPool(self.cfg, self.log_level, self.json_logs)
             ingestor.defer_big_lines = True

@@ -303,3 +303,15 @@ def _client(cfg: SinkConfig) -> ClickHouse:
     return ClickHouse(
         cfg.url, user=cfg.user, password=cfg.password(), timeout=cfg.timeout, ca_file=cfg.ca_file
     )
+
+
+def start_sink(
+    cfg: SinkConfig, store: Any, on_ack: Callable[[], None], busy: Callable[[], bool]
+) -> Pusher:
+    """The sink's thread started from the position saved for ``cfg``'s target (a new
+    target starts from the beginning); ``store`` is the daemon's writer (a
+    store.Store), used here only to read and reset that position."""
+    position = feed_sql.open_target(store.conn, cfg.target())
+    pusher = Pusher(cfg, store.db_path, position, on_ack=on_ack, busy=busy)
+    pusher.start()
+    return pusher

@@ -17,6 +17,10 @@ import gc
 from functools import cache
 from typing import Any
 
+import structlog
+
+log = structlog.get_logger("agentsrc.daemon")
+
 
 @cache
 def _libc() -> Any:
@@ -80,3 +84,15 @@ def rss_bytes() -> int | None:
     import os
 
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def release_after_backfill(store: Any, freeze: bool) -> None:
+    """What the backfill freed goes back to the OS, so the live daemon's RSS is its
+    working set, not the backfill's peak: the store's page cache shrunk (``store`` is
+    the writer, a store.Store), the heap's free pages handed back and, once live
+    (``freeze``), the heap frozen."""
+    store.shrink_cache()
+    release_freed_memory()
+    if freeze:
+        freeze_heap()
+    log.info("memory_released", rss=rss_bytes())

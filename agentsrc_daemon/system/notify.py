@@ -25,6 +25,8 @@ import threading
 import time
 from collections.abc import Mapping
 
+from ..config import environment
+
 # The abstract-namespace prefix systemd uses in NOTIFY_SOCKET; the kernel wants a NUL.
 _ABSTRACT_PREFIX = "@"
 # A STATUS= line is shown on one line of `systemctl status`; keep it readable.
@@ -54,7 +56,7 @@ def watchdog_interval(
     None when the manager asked for no watchdog, or when WATCHDOG_PID names another process
     (the variables were inherited from a parent and are not meant for us).
     """
-    env = os.environ if env is None else env
+    env = environment() if env is None else env
     raw_usec = env.get("WATCHDOG_USEC", "").strip()
     if not raw_usec:
         return None
@@ -93,7 +95,7 @@ class Notifier:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Notifier:
-        env = os.environ if env is None else env
+        env = environment() if env is None else env
         return cls(_socket_address(env.get("NOTIFY_SOCKET")), watchdog_interval(env))
 
     @property

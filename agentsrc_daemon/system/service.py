@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.sax.saxutils import escape as xml_escape
 
-from agentsrc_daemon.config import Config, default_config_file, load_config
+from agentsrc_daemon.config import Config, default_config_file, environment, load_config
 from agentsrc_daemon.errors import ConfigError, ServiceError
 
 Platform = Literal["linux", "darwin"]
@@ -50,7 +50,7 @@ PLACEHOLDER_PATTERN = re.compile(r"@[A-Z_]+@")
 
 
 def detect_platform(override: str | None = None, env: Mapping[str, str] | None = None) -> Platform:
-    env = os.environ if env is None else env
+    env = environment() if env is None else env
     name = override or env.get(PLATFORM_ENV) or sys.platform
     if name.startswith("linux"):
         return "linux"
@@ -76,7 +76,7 @@ def find_executable(
     same venv as the running code), then `agentsrc` on PATH. Symlinks are kept, not
     resolved: pipx links ~/.local/bin/agentsrc into a venv it recreates on upgrade.
     """
-    env = os.environ if env is None else env
+    env = environment() if env is None else env
     argv0 = sys.argv[0] if argv0 is None else argv0
     python = sys.executable if python is None else python
     candidates: list[str] = []
@@ -150,7 +150,7 @@ class ServiceTarget:
         platform: str | None = None,
         need_executable: bool = True,
     ) -> ServiceTarget:
-        env = os.environ if env is None else env
+        env = environment() if env is None else env
         uid = os.getuid()
         try:
             user = pwd.getpwuid(uid).pw_name
@@ -191,7 +191,7 @@ def settings_drift(
     The service sees neither this shell's AGENTSRC_* variables nor its flags (only the
     config file is passed on), so a data dir set that way would split the record in two.
     """
-    env = os.environ if env is None else env
+    env = environment() if env is None else env
     try:
         seen = load_config(env=_service_env(env, cfg.home), config_file=target.config_file)
     except ConfigError as exc:
@@ -464,7 +464,7 @@ def run_command(
     argv: Sequence[str], env: Mapping[str, str] | None = None, timeout: float = COMMAND_TIMEOUT
 ) -> subprocess.CompletedProcess[str]:
     """Run a manager's tool, found on PATH now (so tests can put stand-ins first)."""
-    env = os.environ if env is None else env
+    env = environment() if env is None else env
     exe = shutil.which(argv[0], path=env.get("PATH"))
     if exe is None:
         raise ServiceError(f"`{argv[0]}` was not found on PATH ({env.get('PATH', '')})")
@@ -530,7 +530,7 @@ def _run_step(step: Step, env: Mapping[str, str]) -> str:
 
 
 def carry_out(plan: Plan, dry_run: bool, env: Mapping[str, str] | None = None) -> Outcome:
-    env = os.environ if env is None else env
+    env = environment() if env is None else env
     outcome = Outcome(plan, dry_run)
     if dry_run:
         return outcome
@@ -546,7 +546,7 @@ def install(plan: Plan, dry_run: bool = False, env: Mapping[str, str] | None = N
     """Carry out an install plan; on Linux, then warn when the service stops at logout."""
     if plan.action != "install":
         raise ValueError("install() needs a plan from plan_install()")
-    env = os.environ if env is None else env
+    env = environment() if env is None else env
     outcome = carry_out(plan, dry_run, env)
     outcome.notes.extend(plan.notes)
     if not dry_run and plan.target.platform == "linux":

@@ -1,0 +1,229 @@
+"""Committing: a batch and its files' cursors in one transaction, and what follows a
+commit on the ingest thread (the only writer).
+
+After a commit its events are published to subscribers, the sink is woken (and an
+acknowledged push's position saved), the WAL's bound is kept (store/wal_upkeep.py) and
+the search index's merging is paid when no quiet moment came for it. A commit the store
+refuses (the disk full: SQLITE_FULL, or an I/O error) rolls back whole: its files go
+back to their committed cursors and into the queue, and nothing is written again until
+the next try (0.5 s, doubling to 30 s), so nothing is lost or doubled when space returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from ..rpc.transport import Hub
+from ..store import Batch, Store
+from ..store import sink as sink_store
+from ..store.wal_upkeep import STORE_WRITE_ERRORS, WalUpkeep
+from ..store.writer import SEARCH_CHUNK_IDS
+from .queue import SourceQueue
+from .round import Ingestor
+from .steps import StepTimer
+
+log = structlog.get_logger("agentsrc.daemon")
+
+RETRY_FIRST_S = 0.5  # after a failed commit; doubled on each failure in a row
+RETRY_MAX_S = 30.0
+# Steps of merging owed by the search index's writes (store/search_merge.py) with no
+# quiet moment to run them: past this many a step follows each commit, so the debt stays
+# bounded under a stream that never pauses (FTS5's own automerge would have done four
+# steps' worth in one commit).
+SEARCH_MERGE_FORCE_STEPS = 4
+
+
+@dataclass
+class StoreErrors:
+    """Writes the store refused (disk full): counted for status, and when to try again.
+    A failed commit leaves everything as it was: the database rolled back, the files'
+    cursors reset to what it holds, so the next try reads the same lines again."""
+
+    clock: Callable[[], float] = time.monotonic
+    count: int = 0
+    last_error: str | None = None
+    last_at: str | None = None
+    delay: float = 0.0  # the last wait; 0 once a commit succeeds
+    retry_at: float = 0.0  # on the clock
+
+    def failed(self, exc: BaseException) -> float:
+        self.count += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        self.last_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.delay = min(RETRY_MAX_S, self.delay * 2 if self.delay else RETRY_FIRST_S)
+        self.retry_at = self.clock() + self.delay
+        return self.delay
+
+    def succeeded(self) -> None:
+        self.delay = 0.0
+        self.retry_at = 0.0
+
+    def waiting(self) -> float:
+        """Seconds until the next try (0: write now)."""
+        return max(0.0, self.retry_at - self.clock())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "last_error": self.last_error,
+            "last_at": self.last_at,
+            "retry_in_s": round(self.waiting(), 1),
+        }
+
+
+class Committer:
+    """The ingest thread's writes to the store, and their aftermath. ``append_waits``
+    says whether a live append waits (the WAL's checkpoint is put off for it);
+    ``on_progress`` is called after each commit of backfill work (the backlog moved:
+    appends that wait now go first, ingest/priority.py)."""
+
+    def __init__(
+        self,
+        store: Store,
+        queue: SourceQueue,
+        ingestor: Callable[[], Ingestor],
+        hub: Hub,
+        timer: StepTimer,
+        wal: WalUpkeep,
+        *,
+        append_waits: Callable[[], bool],
+        on_progress: Callable[[], None],
+        errors: StoreErrors | None = None,
+        sink: Any = None,
+        search_chunk_ids: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.ingestor = ingestor  # the current one (a reload replaces it)
+        self.hub = hub
+        self.timer = timer
+        self.wal = wal
+        self.append_waits = append_waits
+        self.on_progress = on_progress
+        self.sink = sink  # sink.pusher.Pusher when [sink.clickhouse] is configured
+        self.search_chunk_ids = search_chunk_ids or SEARCH_CHUNK_IDS
+        self.errors = StoreErrors(clock) if errors is None else errors
+
+    def commit(self, batch: Batch, what: str = "backfill") -> bool:
+        """Commit on the ingest thread. (A committer thread was measured: with the GIL
+        handed back and forth on every row it was slower and held more batches in
+        memory; see docs/performance.md.) False when the store refused it (disk full):
+        then nothing of it happened, and its files are queued to be read again."""
+        if batch.empty():
+            return True
+        try:
+            with self.timer.step("commit", events=len(batch.events) + len(batch.rows),
+                                 files=len(batch.cursors), what=what):
+                # The WAL's checkpoint after the publish below (WalUpkeep.check).
+                inserted = self.store.commit(batch, check_wal=False)
+        except STORE_WRITE_ERRORS as exc:
+            self._refused(batch, exc)
+            return False
+        self.errors.succeeded()
+        if what != "appends":
+            self.on_progress()
+        if self.sink is not None:
+            self.sink.notify()
+            self.save_sink_ack()
+        # Checked after the commit: a subscriber registering later finds these events
+        # in its backlog query, so skipping the rows when nobody listens leaves no gap.
+        if inserted and self.hub.count():
+            with self.timer.step("publish"):
+                self.hub.publish(inserted.rows())
+        self._after_write()
+        store = self.store
+        if store.search_merge_owed >= SEARCH_MERGE_FORCE_STEPS * store.search_merge_pages:
+            self.merge_search()  # no quiet moment came: a step after each commit
+        return True
+
+    def _after_write(self) -> None:
+        self.wal.check(self.append_waits(), self.timer.step)
+        self.wal.committed()  # the checkpointer after the writer's own checkpoint
+
+    def _refused(self, batch: Batch, exc: BaseException) -> None:
+        """The transaction rolled back: the batch's files go back to their committed
+        cursors and into the queue, read again once the next try is due."""
+        delay = self.errors.failed(exc)
+        paths = list(batch.cursors)
+        committed = self.store.committed_cursors(paths)
+        ingestor = self.ingestor()
+        for path in paths:
+            ingestor.restore(path, committed.get(path))
+        self.queue.requeue(paths)
+        # Counts and the error's type and message (SQLite's, never the data).
+        log.warning(
+            "commit_failed",
+            error=type(exc).__name__,
+            detail=str(exc),
+            files=len(paths),
+            events=len(batch.rows) + len(batch.events),  # rows: the prepared events
+            failures=self.errors.count,
+            retry_in_s=delay,
+        )
+
+    def merge_search(self) -> None:
+        """One step of merging the search index's segments (Store.merge_search_step),
+        when no file waits, or after a commit once SEARCH_MERGE_FORCE_STEPS are owed."""
+        try:
+            with self.timer.step("search_merge"):
+                self.store.merge_search_step()
+        except STORE_WRITE_ERRORS as exc:  # nothing is lost: the segments stay as they are
+            delay = self.errors.failed(exc)
+            log.warning("search_merge_failed", error=type(exc).__name__,
+                        retry_in_s=delay, failures=self.errors.count)
+            return
+        self._after_write()
+
+    def build_search_step(self) -> bool | None:
+        """One chunk of the search index of the events stored before it existed (its
+        own transaction). Whether more is left; None when the store refused it."""
+        try:
+            with self.timer.step("search_index_step"):
+                more = self.store.build_search_step(self.search_chunk_ids)
+        except STORE_WRITE_ERRORS as exc:
+            delay = self.errors.failed(exc)
+            log.warning("search_index_step_failed", error=type(exc).__name__,
+                        retry_in_s=delay, failures=self.errors.count)
+            return None
+        self.wal.committed()
+        return more
+
+    def search_index_step(self, built: Callable[[], object]) -> bool:
+        """When nothing is queued: one step of the search index's deferred work, the
+        merging owed first, then a chunk of the build (``built`` is called once the
+        build is over: what it held goes back to the OS). Whether a step ran."""
+        if self.store.search_merge_due:
+            # Before the build's next chunk: each chunk owes merging (several leaves
+            # per level), and left to pile up the build's segments would meet FTS5's
+            # crisis merge, 16 segments of a level merged at once inside one chunk.
+            self.merge_search()
+            return True
+        if self.store.search_backlog():
+            # The search index of the events stored before it existed: one chunk (its
+            # own transaction) at a time, when no file is waiting.
+            if self.build_search_step() is False:
+                built()
+            return True
+        return False
+
+    def save_sink_ack(self) -> None:
+        """An acknowledged push: its position saved by this thread, the store's one
+        writer, in a short transaction of its own."""
+        sink = self.sink
+        if sink is None:
+            return
+        ack = sink.take_ack()
+        if ack is not None:
+            try:
+                sink_store.save(self.store.conn, ack)
+            except STORE_WRITE_ERRORS as exc:
+                # The position stays where it was: the server is sent those rows again,
+                # which its versioned tables absorb.
+                self.errors.failed(exc)
+                log.warning("sink_position_not_saved", error=type(exc).__name__)

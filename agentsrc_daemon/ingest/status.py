@@ -1,0 +1,154 @@
+"""What ``status`` says: the daemon's state and its figures, assembled for the server's
+threads from plain values the ingest thread keeps (the backlog, the progress, the queue's
+reconcile stats, the store's refused writes) and from the store's own counts.
+
+``state`` is "migrating" while a chunked schema migration runs (only status answers
+then), "catching_up" until the first catch-up is over and whenever files wait, then
+"live".
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import __version__
+from ..config import Config
+from ..errors import RpcError
+from ..rpc.transport import Handler, Hub
+from ..store import Reader
+from ..store import sink as sink_store
+from .committer import StoreErrors
+from .progress import Backlog, Progress
+from .queue import SourceQueue
+
+# While a schema migration runs, a query waits this long for it, then is told to retry.
+MIGRATION_WAIT_S = 10.0
+MIGRATING = -32001  # the error code of a query that came during a migration
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+class StatusBoard:
+    """The status answer. The ingest thread sets ``live`` and ``migration``; the
+    daemon's start sets ``watch_modes``, ``scan`` and ``sink`` once they exist."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        progress: Progress,
+        backlog: Backlog,
+        queue: SourceQueue,
+        errors: StoreErrors,
+        hub: Hub,
+        working: Callable[[], bool],
+    ) -> None:
+        self.cfg = cfg
+        self.progress = progress
+        self.backlog = backlog
+        self.queue = queue
+        self.errors = errors
+        self.hub = hub
+        self.working = working  # files queued or a batch carried
+        self.started_at = time.time()
+        self.live = False  # the first catch-up is over
+        # A chunked schema migration in progress: {name, done, total}.
+        self.migration: dict[str, Any] | None = None
+        self.store_ready = threading.Event()  # queries other than status wait for it
+        self.watch_modes: Callable[[], dict[str, str]] = dict
+        self.scan: dict[str, Any] = {"enabled": False}
+        self.sink: Any = None  # sink.pusher.Pusher
+
+    def gated(self, handler: Handler) -> Handler:
+        """A query that comes while the schema migrates waits for it (a while), then is
+        told to retry: the store it would read is not the one its SQL is written for."""
+
+        def gated(reader: Reader, params: dict[str, Any]) -> Any:
+            if not self.store_ready.wait(MIGRATION_WAIT_S):
+                m = self.migration or {}
+                raise RpcError(
+                    MIGRATING,
+                    f"the store is being migrated ({m.get('name')}: "
+                    f"{m.get('done', 0)}/{m.get('total', 0)} events); try again",
+                )
+            return handler(reader, params)
+
+        return gated
+
+    def state(self) -> str:
+        return "live" if self.live and not self.working() else "catching_up"
+
+    def line(self) -> str:
+        """The one line the service manager shows (sd_notify STATUS=)."""
+        p = self.progress
+        if self.state() == "live":
+            return f"live: {p.files_done} files ingested"
+        return (
+            f"catching up: {p.files_done}/{p.files_total} files, "
+            f"{p.bytes_done // (1 << 20)}/{p.bytes_total // (1 << 20)} MiB"
+        )
+
+    def report(self, reader: Reader) -> dict[str, Any]:
+        if not self.store_ready.is_set():  # only while a chunked migration runs
+            return self._migrating()
+        watch_modes = self.watch_modes()
+        # The state before the counts: "live" means every commit is done, so the counts
+        # read after it include them (read the other way round, a status taken during
+        # the last commit said live with the counts of before it: 19,851 of 20,000 files).
+        state = self.state()
+        counts = reader.counts()
+        pending_bytes, pending_files = self.backlog.value
+        return {
+            "state": state,
+            "version": __version__,
+            "pid": os.getpid(),
+            "started_at": _iso(self.started_at),
+            "files": counts["files"],
+            "files_gone": counts["files_gone"],
+            "sessions": counts["sessions"],
+            "events": counts["events"],
+            "pending_bytes": pending_bytes,
+            "pending_files": pending_files,
+            "progress": self.progress.as_dict(pending_bytes),
+            "skipped": reader.skipped_totals(),
+            "drift": reader.drift(),
+            "subscribers": self.hub.count(),
+            "roots": {
+                # None until the watcher has looked at the root (during start-up).
+                agent: {"path": str(path), "watch": watch_modes.get(str(path))}
+                for agent, path in self.cfg.roots().items()
+            },
+            "data_dir": str(self.cfg.data_dir),
+            "socket": str(self.cfg.socket_path),
+            "scan": self.scan,
+            "search_index": reader.search_progress(),
+            "store_errors": self.errors.as_dict(),
+            "reconcile": self.queue.stats.as_dict(),
+            "sink": self._sink(reader),
+        }
+
+    def _migrating(self) -> dict[str, Any]:
+        m = self.migration or {"name": None, "done": 0, "total": 0}
+        return {
+            "state": "migrating",
+            "version": __version__,
+            "pid": os.getpid(),
+            "started_at": _iso(self.started_at),
+            "migration": {
+                **m,
+                "fraction": round(m["done"] / m["total"], 4) if m["total"] else 0.0,
+            },
+            "data_dir": str(self.cfg.data_dir),
+            "socket": str(self.cfg.socket_path),
+        }
+
+    def _sink(self, reader: Reader) -> dict[str, Any]:
+        sink = self.sink
+        if sink is None:
+            return {"enabled": False}
+        return dict(sink.status(sink_store.lag(reader.conn, sink.events_upto)))

@@ -1,0 +1,335 @@
+"""The ingest loop's parts built in-process, each with a fake clock and a real store in
+a temporary directory: the source queue, the committer (with its refused commits and
+their retry), the round scheduler (appends first, the carried batch), the WAL's idle
+upkeep and the status board. The daemon wires them (daemon.py); tests/test_daemon.py and
+its kin run them together in the real process."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+import pytest
+
+from agentsrc_daemon.config import Config, load_config
+from agentsrc_daemon.errors import RpcError
+from agentsrc_daemon.ingest import status as status_mod
+from agentsrc_daemon.ingest.committer import RETRY_MAX_S, Committer, StoreErrors
+from agentsrc_daemon.ingest.priority import LivePriority
+from agentsrc_daemon.ingest.progress import Backlog, Progress
+from agentsrc_daemon.ingest.queue import SourceQueue
+from agentsrc_daemon.ingest.round import Ingestor
+from agentsrc_daemon.ingest.scheduler import FILE_BUDGET_BYTES, RoundScheduler
+from agentsrc_daemon.ingest.status import StatusBoard
+from agentsrc_daemon.ingest.steps import StepTimer
+from agentsrc_daemon.rpc.transport import Hub
+from agentsrc_daemon.store import Batch, Reader, Store
+from agentsrc_daemon.store.wal_upkeep import WAL_IDLE_S, WalUpkeep
+
+SID_A = "aaaaaaaa-0000-4000-8000-000000000001"
+SID_B = "bbbbbbbb-0000-4000-8000-000000000002"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def prompt_line(sid: str, uuid: str, text: str = "a prompt") -> bytes:
+    return orjson.dumps({
+        "type": "user", "sessionId": sid, "uuid": uuid, "parentUuid": None,
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/work/proj", "version": "2.1.0",
+        "message": {"role": "user", "content": text},
+    }) + b"\n"
+
+
+def transcript(home: Path, sid: str, n: int, start: int = 0) -> Path:
+    path = home / ".claude" / "projects" / "-work-proj" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as fh:
+        fh.write(b"".join(prompt_line(sid, f"{sid[:2]}-{i}") for i in range(start, start + n)))
+    return path
+
+
+class Parts:
+    """The loop's parts wired as daemon.py wires them, without threads or a socket."""
+
+    def __init__(self, home: Path, data: Path, clock: Clock) -> None:
+        self.cfg: Config = load_config(env={"HOME": str(home), "AGENTSRC_WORKERS": "0"},
+                                       data_dir=data)
+        self.clock = clock
+        data.mkdir(mode=0o700)
+        self.store = Store(self.cfg.db_path)
+        self.ingestor = Ingestor(max_line_bytes=1 << 20)
+        self.queue = SourceQueue(self.cfg, clock)
+        self.hub = Hub()
+        self.progress = Progress()
+        self.priority = LivePriority(FILE_BUDGET_BYTES, self.cfg.batch_max_events)
+        self.waiting = False  # "the watcher marked a file since the last look"
+        self.waits: Any = None  # or a function that says it
+        self.commits: list[tuple[str, int]] = []
+        timer = StepTimer()
+        self.committer = Committer(
+            self.store, self.queue, lambda: self.ingestor, self.hub, timer,
+            WalUpkeep(self.store, None, clock), append_waits=self.appends_waiting,
+            on_progress=lambda: self.priority.progressed(clock()), clock=clock,
+        )
+        commit = self.committer.commit
+
+        def counted(batch: Batch, what: str = "backfill") -> bool:
+            if not batch.empty():
+                self.commits.append((what, len(batch.events)))
+            return commit(batch, what)
+
+        self.committer.commit = counted  # type: ignore[method-assign]
+        self.scheduler = RoundScheduler(
+            self.cfg, self.queue, self.committer, self.priority, self.progress,
+            lambda: self.ingestor, timer, appends_waiting=self.appends_waiting,
+            stopping=threading.Event(), between_batches=lambda: None,
+            backlog_bytes=lambda: 0, release_memory=lambda: None, clock=clock,
+        )
+
+    def appends_waiting(self) -> bool:
+        return self.waits() if self.waits is not None else self.waiting
+
+    def prompts(self) -> list[str]:
+        reader = Reader(self.cfg.db_path)
+        try:
+            return [e["source_path"].rsplit("/", 1)[1][:2] for e in
+                    reader.events(kinds=["prompt"], limit=1000)]
+        finally:
+            reader.close()
+
+    def close(self) -> None:
+        self.store.close()
+
+
+@pytest.fixture()
+def parts(tmp_path: Path) -> Any:
+    p = Parts(tmp_path / "home", tmp_path / "data", Clock())
+    yield p
+    p.close()
+
+
+# ---- the source queue -------------------------------------------------------------------
+
+
+def test_reconcile_queues_news_counts_the_first_catch_up_and_finds_gone_files(
+    parts: Parts, tmp_path: Path
+) -> None:
+    a = transcript(tmp_path / "home", SID_A, 3)
+    b = transcript(tmp_path / "home", SID_B, 2)
+    assert parts.queue.reconcile(parts.ingestor, parts.progress) == 2
+    assert list(parts.queue.pending) == sorted([str(a), str(b)])
+    assert (parts.progress.files_total, parts.progress.bytes_total) == (
+        2, a.stat().st_size + b.stat().st_size)
+    assert parts.queue.stats.files == 2 and parts.queue.stats.scans == 1
+    parts.scheduler.run_round()
+    assert not parts.queue.pending and parts.progress.files_done == 2
+    # Nothing new: nothing queued; a file gone: queued, to be marked gone.
+    assert parts.queue.reconcile(parts.ingestor, None) == 0
+    b.unlink()
+    assert parts.queue.reconcile(parts.ingestor, None) == 1
+    assert list(parts.queue.pending) == [str(b)]
+    assert parts.progress.files_total == 2  # counted during the first catch-up only
+
+
+def test_appended_files_go_first_and_a_locked_database_waits_its_turn(
+    parts: Parts, tmp_path: Path
+) -> None:
+    a = transcript(tmp_path / "home", SID_A, 1)
+    b = transcript(tmp_path / "home", SID_B, 1)
+    parts.queue.reconcile(parts.ingestor, None)
+    assert parts.queue.appended({str(b)}) is True
+    assert list(parts.queue.pending) == [str(b), str(a)]
+    assert parts.queue.take_urgent() == {str(b)} and parts.queue.urgent == set()
+    assert parts.queue.appended({str(tmp_path / "not-a-source.txt")}) is False
+    spec = parts.queue.pending[str(a)]
+    parts.queue.retry_later(str(a), spec, 0.5)
+    assert list(parts.queue.pending) == [str(b)] and parts.queue.next_retry() == 1000.5
+    assert sorted(parts.queue.with_bytes_to_read()) == sorted([str(a), str(b)])
+    parts.queue.requeue_retries()
+    assert str(a) not in parts.queue.pending  # not due yet
+    parts.clock.now += 0.5
+    parts.queue.requeue_retries()
+    assert list(parts.queue.pending) == [str(b), str(a)] and parts.queue.retry == {}
+
+
+# ---- the round scheduler and the committer ------------------------------------------------
+
+
+def test_appends_are_committed_on_their_own_before_the_backfill(
+    parts: Parts, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    transcript(home, SID_A, 5)
+    b = transcript(home, SID_B, 4)
+    parts.queue.reconcile(parts.ingestor, parts.progress)
+    parts.scheduler.appended({str(b)})
+    parts.scheduler.run_round()
+    # b's 4 prompts (each a turn's start and its prompt, ending the turn before it) in a
+    # commit of their own, then a's in the backfill's.
+    assert parts.commits == [("appends", 4 * 3 - 1), ("backfill", 5 * 3 - 1)]
+    assert parts.prompts() == ["bb"] * 4 + ["aa"] * 5
+    assert not parts.scheduler.has_work()
+
+
+def test_a_backfill_batch_is_carried_past_appends_that_came_in(
+    parts: Parts, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    a = transcript(home, SID_A, 5)
+    parts.queue.reconcile(parts.ingestor, parts.progress)
+    # An append comes in while the round reads a (the watcher marks a file once a's
+    # lines are read): the batch read is not committed yet.
+    parts.waits = lambda: str(a) in parts.ingestor.cursors
+    parts.scheduler.run_round()
+    # The round stopped after a's first line (a turn's start and its prompt), uncommitted.
+    assert parts.commits == [] and parts.scheduler.carry is not None
+    assert len(parts.scheduler.carry.events) == 2 and list(parts.queue.pending) == [str(a)]
+    # The append: its file first, then the carried batch, then the rest of a.
+    b = transcript(home, SID_B, 2)
+    parts.waits = None
+    parts.scheduler.appended({str(b)})
+    parts.scheduler.run_round()
+    assert parts.commits == [("appends", 2 * 3 - 1), ("backfill", 2), ("backfill", 4 * 3)]
+    assert parts.scheduler.carry is None and not parts.scheduler.has_work()
+    assert parts.prompts() == ["bb"] * 2 + ["aa"] * 5
+
+
+def test_a_refused_commit_puts_its_files_back_and_waits_longer_each_time(
+    parts: Parts, tmp_path: Path
+) -> None:
+    a = transcript(tmp_path / "home", SID_A, 3)
+    parts.queue.reconcile(parts.ingestor, parts.progress)
+    store_commit = parts.store.commit
+    full = True
+
+    def commit(batch: Batch, **kw: Any) -> Any:
+        if full:  # a stand-in for a full disk: what SQLite raises then
+            raise apsw.FullError("database or disk is full")
+        return store_commit(batch, **kw)
+
+    parts.store.commit = commit  # type: ignore[method-assign]
+    errors = parts.committer.errors
+    parts.scheduler.run_round()
+    assert errors.count == 1 and errors.waiting() == 0.5
+    assert list(parts.queue.pending) == [str(a)]
+    assert str(a) not in parts.ingestor.cursors  # back to what the store holds: nothing
+    for delay in (1.0, 2.0, 4.0):
+        parts.clock.now = errors.retry_at
+        parts.scheduler.run_round()
+        assert errors.waiting() == delay
+    errors.delay = RETRY_MAX_S
+    parts.scheduler.run_round()
+    assert errors.waiting() == RETRY_MAX_S  # it never waits longer
+    full = False
+    parts.scheduler.run_round()
+    assert (errors.count, errors.waiting(), errors.delay) == (5, 0.0, 0.0)
+    assert parts.prompts() == ["aa"] * 3  # every line once
+    assert parts.ingestor.cursors[str(a)].offset == a.stat().st_size
+
+
+def test_committed_events_reach_a_subscriber_once(parts: Parts, tmp_path: Path) -> None:
+    got: list[Any] = []
+    parts.hub.count = lambda: 1  # type: ignore[method-assign]
+    parts.hub.publish = lambda rows: got.extend(rows)  # type: ignore[method-assign]
+    transcript(tmp_path / "home", SID_A, 2)
+    parts.queue.reconcile(parts.ingestor, parts.progress)
+    parts.scheduler.run_round()
+    assert [r["kind"] for r in got].count("prompt") == 2 and len(got) == 2 * 3 - 1
+
+
+# ---- the WAL's upkeep -------------------------------------------------------------------
+
+
+def test_an_idle_wal_is_truncated_once_no_commit_came_for_a_while(
+    tmp_path: Path
+) -> None:
+    clock = Clock()
+    store = Store(tmp_path / "db.sqlite")
+    wal = WalUpkeep(store, None, clock)
+    steps = StepTimer()
+    assert wal.truncate_if_idle(steps.step) == float("inf")  # nothing written yet
+    store.conn.execute("CREATE TABLE scratch(x)")
+    wal.committed()
+    assert wal.dirty and (tmp_path / "db.sqlite-wal").stat().st_size > 0
+    # Without a checkpointer thread there is nothing to wait for: truncated at once.
+    assert wal.truncate_if_idle(steps.step) == float("inf")
+    assert not wal.dirty and (tmp_path / "db.sqlite-wal").stat().st_size == 0
+    store.close()
+
+
+def test_with_a_checkpointer_the_wal_waits_for_quiet_then_asks_it_first(
+    tmp_path: Path
+) -> None:
+    clock = Clock()
+    store = Store(tmp_path / "db.sqlite")
+    asked: list[bool] = []
+
+    class Checkpointer:  # records what the upkeep asks of the real thread
+        running = False
+
+        def notify(self, *, hurry: bool = False) -> None:
+            asked.append(hurry)
+
+    wal = WalUpkeep(store, Checkpointer(), clock)  # type: ignore[arg-type]
+    steps = StepTimer()
+    store.conn.execute("CREATE TABLE scratch(x)")
+    wal.committed()
+    assert asked == []  # a small WAL: not worth a checkpoint after a commit
+    assert wal.truncate_if_idle(steps.step) == 1000.0 + WAL_IDLE_S
+    clock.now += WAL_IDLE_S
+    again = wal.truncate_if_idle(steps.step)
+    assert asked == [False] and again > clock.now and wal.dirty
+    clock.now = again
+    assert wal.truncate_if_idle(steps.step) == float("inf") and not wal.dirty
+    store.close()
+
+
+# ---- status -------------------------------------------------------------------------------
+
+
+def test_the_board_says_catching_up_until_live_and_nothing_waits(
+    parts: Parts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    errors = StoreErrors(parts.clock)
+    backlog = Backlog(lambda: 7, lambda: 1, parts.clock)
+    backlog.progress = parts.progress
+    working = [True]
+    board = StatusBoard(parts.cfg, parts.progress, backlog, parts.queue, errors, parts.hub,
+                        lambda: working[0])
+    parts.progress.bytes_total = 100
+    backlog.refresh(force=True)
+    assert backlog.value == (100, 1)  # the first catch-up's total less what is done
+    assert board.state() == "catching_up"
+    assert board.line() == "catching up: 0/0 files, 0/0 MiB"
+    # Before the store is ready only status answers, with the migration's progress.
+    board.migration = {"name": "keys", "done": 5, "total": 20}
+    reader = Reader(parts.cfg.db_path)
+    try:
+        st = board.report(reader)
+        assert st["state"] == "migrating" and st["migration"]["fraction"] == 0.25
+        monkeypatch.setattr(status_mod, "MIGRATION_WAIT_S", 0.01)
+        with pytest.raises(RpcError, match=r"being migrated \(keys: 5/20 events\)"):
+            board.gated(lambda r, p: "answered")(reader, {})
+        board.store_ready.set()
+        assert board.gated(lambda r, p: "answered")(reader, {}) == "answered"
+        board.live = True
+        assert board.state() == "catching_up"  # files still wait
+        working[0] = False
+        backlog.progress = None
+        backlog.refresh(force=True)
+        st = board.report(reader)
+        assert (st["state"], st["pending_bytes"], st["pending_files"]) == ("live", 7, 1)
+        assert st["store_errors"] == {"count": 0, "last_error": None, "last_at": None,
+                                      "retry_in_s": 0.0}
+        assert board.line() == "live: 0 files ingested"
+    finally:
+        reader.close()
