@@ -119,10 +119,15 @@ def test_run_is_parsed_exactly() -> None:
         {"data_dir": Path("/d"), "socket_path": Path("/s"), "claude_root": Path("/c")},
         "debug", True)
     assert launch.parse(["run"]) == launch.RunArgs({}, "info", None)
+    # --log-format wins over the flags, wherever it stands.
+    assert launch.parse(["run", "--log-format", "console", "--json-logs"]) == launch.RunArgs(
+        {}, "info", False)
+    assert launch.parse(["run", "--console-logs", "--log-format=json"]) == launch.RunArgs(
+        {}, "info", True)
     # Anything else is typer's, with its messages.
     for argv in (["run", "--help"], ["run", "--log-level"], ["run", "x"], ["status"],
                  ["--data-dir", "run"], ["run", "--codex-root", "--muse-root", "/m"], [],
-                 ["run", "-h"], ["run", "--json-logs=1"]):
+                 ["run", "-h"], ["run", "--json-logs=1"], ["run", "--log-format", "xml"]):
         assert launch.parse(argv) is None, argv
 
 
@@ -137,8 +142,11 @@ def _typer_parse(argv: list[str]) -> launch.RunArgs:
     given = {"socket_path": ctx.params["socket"], "data_dir": ctx.params["data_dir"],
              "config_file": ctx.params["config"]}
     given.update({k: v for k, v in sub.params.items() if k.endswith("_root")})
+    json_logs = sub.params["json_logs"]
+    if sub.params["log_format"] is not None:
+        json_logs = sub.params["log_format"].value == "json"
     return launch.RunArgs({k: v for k, v in given.items() if v is not None},
-                          sub.params["log_level"], sub.params["json_logs"])
+                          sub.params["log_level"], json_logs)
 
 
 _VALUE = st.sampled_from(["/a", "/b/c", "rel", "x=y", "debug"])
@@ -154,8 +162,12 @@ def _argv(draw: st.DrawFn) -> list[str]:
         argv += [f"{name}={value}"] if joined else [name, value]
     argv.append("run")
     for _ in range(draw(st.integers(0, 5))):
-        if draw(st.booleans()):
+        kind = draw(st.integers(0, 2))
+        if kind == 0:
             argv.append(draw(st.sampled_from(sorted(launch.LOG_FORMAT_FLAGS))))
+        elif kind == 1:
+            value = draw(st.sampled_from(sorted(launch.LOG_FORMATS)))
+            argv += [f"--log-format={value}"] if draw(st.booleans()) else ["--log-format", value]
         else:
             name, value = draw(_RUN_OPTION), draw(_VALUE)
             argv += [f"{name}={value}"] if draw(st.booleans()) else [name, value]

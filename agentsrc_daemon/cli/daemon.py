@@ -3,6 +3,7 @@ doing)."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -10,6 +11,11 @@ import typer
 from .output import emit_json
 from .render import status_lines, wait_live
 from .typer_app import app, call, given_options
+
+
+class LogFormat(StrEnum):
+    json = "json"
+    console = "console"
 
 
 @app.command()
@@ -35,10 +41,13 @@ def run(
         None, help="OpenCode data dir (default $XDG_DATA_HOME/opencode or ~/.local/share/opencode)."
     ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
+    log_format: LogFormat | None = typer.Option(
+        None, "--log-format", help="json or console (default: console on a terminal, else JSON).",
+    ),
     json_logs: bool | None = typer.Option(
         None,
         "--json-logs/--console-logs",
-        help="Log format (default: JSON unless stderr is a TTY).",
+        help="Short for --log-format json / console.",
     ),
 ) -> None:
     """Run the daemon in the foreground (what the service manager runs)."""
@@ -54,6 +63,8 @@ def run(
         "copilot_root": copilot_root,
         "opencode_root": opencode_root,
     }
+    if log_format is not None:
+        json_logs = log_format is LogFormat.json
     code = start(RunArgs(given_options(**flags), log_level, json_logs))
     raise typer.Exit(code)
 

@@ -33,14 +33,15 @@ ROOT_OPTIONS = {
     "--copilot-root": "copilot_root",
     "--opencode-root": "opencode_root",
 }
-LOG_FORMAT_FLAGS = {"--json-logs": True, "--console-logs": False}
+LOG_FORMAT_FLAGS = {"--json-logs": True, "--console-logs": False}  # short for --log-format
+LOG_FORMATS = {"json": True, "console": False}
 
 
 @dataclass
 class RunArgs:
     overrides: dict[str, Any] = field(default_factory=dict)  # load_config keywords given
     log_level: str = "info"
-    json_logs: bool | None = None
+    json_logs: bool | None = None  # None: JSON unless stderr is a terminal (logs.py)
 
 
 def _value(arg: str, rest: list[str]) -> tuple[str, str] | None:
@@ -63,21 +64,28 @@ def parse(argv: list[str]) -> RunArgs | None:
         args.overrides[GLOBAL_OPTIONS[got[0]]] = Path(got[1])
     if not rest or rest.pop(0) != "run":
         return None
+    log_format: bool | None = None  # --log-format, which wins over the flags
     while rest:
         arg = rest.pop(0)
         name = arg.split("=", 1)[0]
         if arg in LOG_FORMAT_FLAGS:
             args.json_logs = LOG_FORMAT_FLAGS[arg]
-        elif name in ROOT_OPTIONS or name == "--log-level":
+        elif name in ROOT_OPTIONS or name in ("--log-level", "--log-format"):
             got = _value(arg, rest)
             if got is None:
                 return None
             if name == "--log-level":
                 args.log_level = got[1]
+            elif name == "--log-format":
+                if got[1] not in LOG_FORMATS:
+                    return None  # typer names the choices
+                log_format = LOG_FORMATS[got[1]]
             else:
                 args.overrides[ROOT_OPTIONS[name]] = Path(got[1])
         else:
             return None  # --help, a positional argument, an option run does not take
+    if log_format is not None:
+        args.json_logs = log_format
     return args
 
 

@@ -167,7 +167,8 @@ class Watcher:
                 self._stop(key)
             if not root.is_dir():
                 if self.modes.get(key) != "missing":
-                    log.info("root_missing", agent=name, root=key)
+                    # At start the daemon's "started" line names the missing roots.
+                    (log.debug if initial else log.info)("root_missing", agent=name, root=key)
                 self.modes[key] = "missing"
                 continue
             self._watch(name, root, point.recursive)
