@@ -149,13 +149,15 @@ class Committer:
     def _refused(self, batch: Batch, exc: BaseException) -> None:
         """The transaction rolled back: the batch's files go back to their committed
         cursors and into the queue, read again once the next try is due."""
-        delay = self.errors.failed(exc)
         paths = list(batch.cursors)
         committed = self.store.committed_cursors(paths)
         ingestor = self.ingestor()
         for path in paths:
             ingestor.restore(path, committed.get(path))
         self.queue.requeue(paths)
+        # Counted once the files are queued again: a status that sees the count sees
+        # them waiting too (StatusBoard.report reads the errors before the state).
+        delay = self.errors.failed(exc)
         # Counts and the error's type and message (SQLite's, never the data).
         log.warning(
             "commit_failed",

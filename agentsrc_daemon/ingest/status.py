@@ -97,6 +97,9 @@ class StatusBoard:
         if not self.store_ready.is_set():  # only while a chunked migration runs
             return self._migrating()
         watch_modes = self.watch_modes()
+        # The refused writes before the state: a refused commit's files are queued
+        # again before it is counted, so a count seen here comes with them waiting.
+        errors = self.errors.as_dict()
         # The state before the counts: "live" means every commit is done, so the counts
         # read after it include them (read the other way round, a status taken during
         # the last commit said live with the counts of before it: 19,851 of 20,000 files).
@@ -127,7 +130,7 @@ class StatusBoard:
             "socket": str(self.cfg.socket_path),
             "scan": self.scan,
             "search_index": reader.search_progress(),
-            "store_errors": self.errors.as_dict(),
+            "store_errors": errors,
             "reconcile": self.queue.stats.as_dict(),
             "sink": self._sink(reader),
         }
