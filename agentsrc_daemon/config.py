@@ -44,7 +44,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,14 +54,87 @@ from .errors import ConfigError
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 SOCKET_NAME = "agentsrc.sock"
 
-# The subdirectories of a root that hold its sources, for agents whose home also holds
-# large trees we never read (Gemini's history/ shadow repositories, Copilot's pkg/,
-# OpenCode's snapshot/ git stores and bin/). The root's own files are watched too.
-ROOT_SUBDIRS: dict[str, tuple[str, ...]] = {
-    "gemini": ("tmp",),
-    "copilot": ("session-state", "history-session-state", "instructions"),
-    "opencode": ("storage", "project"),
-}
+@dataclass(frozen=True, slots=True)
+class RootSpec:
+    """One agent's root: where its transcripts live by default, and how a user names
+    another place. ``key`` names it everywhere: ``[roots] <key>`` in the config file,
+    ``$AGENTSRC_<KEY>_ROOT``, ``--<key>-root`` and ``Config.<key>_root``. Precedence:
+    the flag, the variable, the file, the default."""
+
+    agent: str  # the adapter's name
+    key: str
+    # The default from the environment and the home (the agent's own variables first).
+    default: Callable[[Mapping[str, str], Path], Path]
+    # The subdirectories that hold its sources, for agents whose home also holds large
+    # trees we never read (Gemini's history/ shadow repositories, Copilot's pkg/,
+    # OpenCode's snapshot/ git stores and bin/): the root's own entries are watched,
+    # and these recursively. None: the whole root, recursively.
+    subdirs: tuple[str, ...] | None = None
+
+    @property
+    def field(self) -> str:
+        return f"{self.key}_root"
+
+    @property
+    def env_var(self) -> str:
+        return f"AGENTSRC_{self.key.upper()}_ROOT"
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.key}-root"
+
+
+def _xdg_data(env: Mapping[str, str], home: Path) -> Path:
+    return Path(env.get("XDG_DATA_HOME") or home / ".local" / "share").absolute()
+
+
+def _codex_default(env: Mapping[str, str], home: Path) -> Path:
+    return _expand(env["CODEX_HOME"], home) if env.get("CODEX_HOME") else home / ".codex"
+
+
+def _claude_default(env: Mapping[str, str], home: Path) -> Path:
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return _expand(env["CLAUDE_CONFIG_DIR"], home) / "projects"
+    return home / ".claude" / "projects"
+
+
+def _muse_default(env: Mapping[str, str], home: Path) -> Path:
+    return _expand(env["MUSE_AGENTS_DIR"], home) if env.get("MUSE_AGENTS_DIR") else home / "agents"
+
+
+def _gemini_default(env: Mapping[str, str], home: Path) -> Path:
+    # Gemini CLI: $GEMINI_CLI_HOME replaces the home it puts .gemini/ in.
+    base = _expand(env["GEMINI_CLI_HOME"], home) if env.get("GEMINI_CLI_HOME") else home
+    return base / ".gemini"
+
+
+def _copilot_default(env: Mapping[str, str], home: Path) -> Path:
+    # Copilot CLI: $COPILOT_HOME is the directory itself; versions up to 0.0.421 used
+    # $XDG_CONFIG_HOME/.copilot, taken when it exists.
+    if env.get("COPILOT_HOME"):
+        return _expand(env["COPILOT_HOME"], home)
+    if env.get("XDG_CONFIG_HOME"):
+        xdg_copilot = _expand(env["XDG_CONFIG_HOME"], home) / ".copilot"
+        if xdg_copilot.is_dir():
+            return xdg_copilot
+    return home / ".copilot"
+
+
+def _opencode_default(env: Mapping[str, str], home: Path) -> Path:
+    return _xdg_data(env, home) / "opencode"  # OpenCode's data dir
+
+
+# Every agent's root, in the order status and doctor list them. A new agent adds its
+# entry here and its field to Config (and its --<key>-root option to cli/daemon.py).
+ROOTS: tuple[RootSpec, ...] = (
+    RootSpec("codex", "codex", _codex_default),
+    RootSpec("claude-code", "claude", _claude_default),  # the projects/ directory
+    RootSpec("muse", "muse", _muse_default),
+    RootSpec("gemini", "gemini", _gemini_default, ("tmp",)),
+    RootSpec("copilot", "copilot", _copilot_default,
+             ("session-state", "history-session-state", "instructions")),
+    RootSpec("opencode", "opencode", _opencode_default, ("storage", "project")),
+)
 
 
 @dataclass(slots=True)
@@ -237,21 +310,12 @@ class Config:
         return self.data_dir / "agentsrc.lock"
 
     def roots(self) -> dict[str, Path]:
-        """Adapter name -> root directory."""
-        return {
-            "codex": self.codex_root,
-            "claude-code": self.claude_root,
-            "muse": self.muse_root,
-            "gemini": self.gemini_root,
-            "copilot": self.copilot_root,
-            "opencode": self.opencode_root,
-        }
+        """Adapter name -> root directory, in ROOTS' order."""
+        return {spec.agent: getattr(self, spec.field) for spec in ROOTS}
 
     # What a reload cannot change: the daemon says a restart is needed for them.
-    RESTART_FIELDS = (
-        "data_dir", "socket_path", "codex_root", "claude_root", "muse_root", "gemini_root",
-        "copilot_root", "opencode_root", "opencode_db", "sink",
-    )
+    RESTART_FIELDS = ("data_dir", "socket_path", *(spec.field for spec in ROOTS), "opencode_db",
+                      "sink")
 
     def restart_needed_for(self, new: Config) -> list[str]:
         """The settings ``new`` changes that a reload (SIGHUP) does not apply."""
@@ -268,8 +332,8 @@ class Config:
         root's own entries plus those subdirectories. A point that does not exist yet is
         watched once it appears."""
         points: list[WatchPoint] = []
-        for agent, root in self.roots().items():
-            subdirs = ROOT_SUBDIRS.get(agent)
+        for spec in ROOTS:
+            agent, root, subdirs = spec.agent, getattr(self, spec.field), spec.subdirs
             if subdirs is None:
                 points.append(WatchPoint(agent, root))
                 continue
@@ -406,16 +470,15 @@ def load_config(
     *,
     env: Mapping[str, str] | None = None,
     config_file: str | Path | None = None,
-    codex_root: str | Path | None = None,
-    claude_root: str | Path | None = None,
-    muse_root: str | Path | None = None,
-    gemini_root: str | Path | None = None,
-    copilot_root: str | Path | None = None,
-    opencode_root: str | Path | None = None,
     data_dir: str | Path | None = None,
     socket_path: str | Path | None = None,
+    **root_flags: str | Path | None,
 ) -> Config:
-    """Resolve the configuration. Keyword arguments are command-line flags (None: unset)."""
+    """Resolve the configuration. Keyword arguments are command-line flags (None: unset);
+    ``<key>_root`` for an agent's root (ROOTS)."""
+    unknown = set(root_flags) - {spec.field for spec in ROOTS}
+    if unknown:
+        raise TypeError(f"load_config() got unexpected keyword arguments {sorted(unknown)}")
     env = environment() if env is None else env
     home = Path(env.get("HOME") or Path.home()).absolute()
     explicit_file = config_file is not None or bool(env.get("AGENTSRC_CONFIG"))
@@ -433,43 +496,12 @@ def load_config(
             return _expand(str(file_value), home)
         return default
 
-    codex_default = _expand(env["CODEX_HOME"], home) if env.get("CODEX_HOME") else home / ".codex"
-    claude_default = (
-        _expand(env["CLAUDE_CONFIG_DIR"], home) / "projects"
-        if env.get("CLAUDE_CONFIG_DIR")
-        else home / ".claude" / "projects"
-    )
-    muse_default = (
-        _expand(env["MUSE_AGENTS_DIR"], home) if env.get("MUSE_AGENTS_DIR") else home / "agents"
-    )
-    xdg_data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share").absolute()
-    data_default = xdg_data / "agentsrc"
-    # Gemini CLI: $GEMINI_CLI_HOME replaces the home it puts .gemini/ in.
-    gemini_default = (
-        _expand(env["GEMINI_CLI_HOME"], home) / ".gemini"
-        if env.get("GEMINI_CLI_HOME")
-        else home / ".gemini"
-    )
-    # Copilot CLI: $COPILOT_HOME is the directory itself; versions up to 0.0.421 used
-    # $XDG_CONFIG_HOME/.copilot, taken when it exists.
-    copilot_default = home / ".copilot"
-    if env.get("COPILOT_HOME"):
-        copilot_default = _expand(env["COPILOT_HOME"], home)
-    elif env.get("XDG_CONFIG_HOME"):
-        xdg_copilot = _expand(env["XDG_CONFIG_HOME"], home) / ".copilot"
-        if xdg_copilot.is_dir():
-            copilot_default = xdg_copilot
-    # OpenCode: its data dir is $XDG_DATA_HOME/opencode.
-    opencode_default = xdg_data / "opencode"
-
-    codex = pick(codex_root, "AGENTSRC_CODEX_ROOT", roots.get("codex"), codex_default)
-    claude = pick(claude_root, "AGENTSRC_CLAUDE_ROOT", roots.get("claude"), claude_default)
-    muse = pick(muse_root, "AGENTSRC_MUSE_ROOT", roots.get("muse"), muse_default)
-    gemini = pick(gemini_root, "AGENTSRC_GEMINI_ROOT", roots.get("gemini"), gemini_default)
-    copilot = pick(copilot_root, "AGENTSRC_COPILOT_ROOT", roots.get("copilot"), copilot_default)
-    opencode = pick(
-        opencode_root, "AGENTSRC_OPENCODE_ROOT", roots.get("opencode"), opencode_default
-    )
+    root_paths = {
+        spec.field: pick(root_flags.get(spec.field), spec.env_var, roots.get(spec.key),
+                         spec.default(env, home))
+        for spec in ROOTS
+    }
+    data_default = _xdg_data(env, home) / "agentsrc"
     data = pick(data_dir, "AGENTSRC_DATA_DIR", daemon.get("data_dir"), data_default)
     runtime = env.get("XDG_RUNTIME_DIR")
     socket_default = (
@@ -479,13 +511,8 @@ def load_config(
 
     cfg = Config(
         home=home,
-        codex_root=codex,
-        claude_root=claude,
-        muse_root=muse,
-        gemini_root=gemini,
-        copilot_root=copilot,
-        opencode_root=opencode,
-        opencode_db=_opencode_db(env, opencode, home),
+        **root_paths,  # type: ignore[arg-type]
+        opencode_db=_opencode_db(env, root_paths["opencode_root"], home),
         data_dir=data,
         socket_path=sock,
         config_file=cfg_path if cfg_path.exists() else None,

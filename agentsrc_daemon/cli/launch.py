@@ -19,20 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import load_config
+from ..config import ROOTS, load_config
 from ..errors import AgentsrcError
 
 EXIT_FAILED = 1  # output.py's (which imports typer)
 
 GLOBAL_OPTIONS = {"--socket": "socket_path", "--data-dir": "data_dir", "--config": "config_file"}
-ROOT_OPTIONS = {
-    "--codex-root": "codex_root",
-    "--claude-root": "claude_root",
-    "--muse-root": "muse_root",
-    "--gemini-root": "gemini_root",
-    "--copilot-root": "copilot_root",
-    "--opencode-root": "opencode_root",
-}
+ROOT_OPTIONS = {spec.flag: spec.field for spec in ROOTS}
 LOG_FORMAT_FLAGS = {"--json-logs": True, "--console-logs": False}  # short for --log-format
 LOG_FORMATS = {"json": True, "console": False}
 
