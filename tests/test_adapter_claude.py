@@ -631,10 +631,39 @@ def test_fixture_usage_counts_each_message_once(fixture_records: list[Record]) -
         "output_tokens": 2,
         "cache_read_tokens": 100,
         "cache_creation_tokens": 50,
+        "cache_creation_1h_tokens": 0,
         "reasoning_tokens": 0,
         "total_tokens": 162,
         "model": "claude-opus-4-7",
     }
+
+
+def test_one_hour_cache_writes_are_kept_apart_and_keys_unchanged(tmp_path: Path) -> None:
+    """usage.cache_creation.ephemeral_1h_input_tokens (a part of the cache writes, priced
+    at its own rate) is kept as cache_creation_1h_tokens; an increase is keyed by the
+    four counters as before, so a copy read by an older agentsrc dedupes with it."""
+
+    def line(uuid: str, output: int, one_hour: int) -> dict[str, Any]:
+        usage = {"input_tokens": 4, "output_tokens": output, "cache_read_input_tokens": 10,
+                 "cache_creation_input_tokens": 300,
+                 "cache_creation": {"ephemeral_5m_input_tokens": 300 - one_hour,
+                                    "ephemeral_1h_input_tokens": one_hour}}
+        obj = _assistant_line(uuid, "msg_H", _text(uuid))
+        obj["message"].update(model="claude-opus-4-6", usage=usage)
+        return obj
+
+    records, _ = parse_lines(tmp_path / "s1.jsonl", [(0, line("h1", 5, 200)), (90, line("h2", 9, 200))])
+    usage = events(records, USAGE)
+    assert [(e.key, e.data) for e in usage] == [
+        ("claude-code:usage:msg_H", {
+            "input_tokens": 4, "output_tokens": 5, "cache_read_tokens": 10,
+            "cache_creation_tokens": 300, "cache_creation_1h_tokens": 200,
+            "reasoning_tokens": 0, "total_tokens": 319, "model": "claude-opus-4-6"}),
+        ("claude-code:usage:msg_H:4.9.10.300", {
+            "input_tokens": 0, "output_tokens": 4, "cache_read_tokens": 0,
+            "cache_creation_tokens": 0, "cache_creation_1h_tokens": 0,
+            "reasoning_tokens": 0, "total_tokens": 4, "model": "claude-opus-4-6"}),
+    ]
 
 
 def test_fixture_tool_results(fixture_records: list[Record]) -> None:

@@ -226,7 +226,7 @@ class ClaudeAdapter:
             "model": None,  # last model reported in SessionFacts
             "title_rank": 0,
             "pending": {},  # tool_use id -> {"tool": name, "input": input}
-            "usage": {},  # message id -> [input, output, cache_read, cache_creation] counted
+            "usage": {},  # message id -> the USAGE_FIELDS counted
             "parts": {},  # digests of (message id, text) of the message parts already emitted
             "message": None,  # the open assistant message, see _message
             "sidechains": {},  # inline sidechain record uuid -> its subagent id
@@ -746,7 +746,15 @@ USAGE_FIELDS = (
     ("output_tokens", "output_tokens"),
     ("cache_read_input_tokens", "cache_read_tokens"),
     ("cache_creation_input_tokens", "cache_creation_tokens"),
+    # The part of cache_creation_input_tokens written for an hour (priced at twice the
+    # input rate, where a 5-minute write is 1.25 times): usage.cache_creation's
+    # ephemeral_1h_input_tokens, since Claude Code 1.0.x's API responses carried it.
+    ("ephemeral_1h_input_tokens", "cache_creation_1h_tokens"),
 )
+# The counters a usage increase is keyed by (the 1-hour writes are part of the
+# cache writes, so they add nothing to tell two increases apart; keys stay the same as
+# before the 1-hour count was kept).
+KEYED_COUNTERS = 4
 
 
 def _usage(
@@ -760,7 +768,11 @@ def _usage(
     when another file already counted the message); a later line that raises a counter
     emits only the increase, keyed by the totals reached so the same progression seen
     in another file dedupes too."""
-    current = [max(0, _int(usage.get(field)) or 0) for field, _ in USAGE_FIELDS]
+    creation = usage.get("cache_creation")
+    nested = creation if isinstance(creation, dict) else {}
+    current = [
+        max(0, _int(usage.get(field, nested.get(field))) or 0) for field, _ in USAGE_FIELDS
+    ]
     if message_id is None:
         uuid = _str(line.obj.get("uuid")) or line.key(0)
         return [_usage_event(line, f"{NAME}:usage:{uuid}", current, model)]
@@ -774,14 +786,14 @@ def _usage(
     if not any(increase):
         return []
     _remember(counted_table, message_id, reached, MAX_USAGE_IDS)
-    key = f"{NAME}:usage:{message_id}:" + ".".join(str(n) for n in reached)
+    key = f"{NAME}:usage:{message_id}:" + ".".join(str(n) for n in reached[:KEYED_COUNTERS])
     return [_usage_event(line, key, increase, model)]
 
 
 def _usage_event(line: _Line, key: str, counts: list[int], model: str | None) -> Event:
     data: dict[str, Any] = {name: n for (_, name), n in zip(USAGE_FIELDS, counts, strict=True)}
     data["reasoning_tokens"] = 0
-    data["total_tokens"] = sum(counts)
+    data["total_tokens"] = sum(counts[:KEYED_COUNTERS])
     data["model"] = model
     return line.event(USAGE, key, data=data)
 
