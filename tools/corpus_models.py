@@ -12,6 +12,7 @@ the same model under two keys counts once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -74,10 +75,8 @@ def models_in(value: Any) -> set[str]:
         elif isinstance(item, list):
             stack.extend(item)
         elif isinstance(item, str) and item[:1] in "{[" and len(item) < 1 << 20:
-            try:  # JSON kept as a string (Cline's say rows, SQLite columns)
+            with contextlib.suppress(ValueError):  # JSON in a string (Cline, SQLite)
                 stack.append(json.loads(item))
-            except ValueError:
-                pass
     return found
 
 
