@@ -237,12 +237,16 @@ def _alias(name: str, value: Any) -> Alias:
 
 
 def _rate_json(rate: Rate) -> dict[str, Any]:
-    def one(price: Price) -> Any:
+    def one(price: Price) -> Any:  # 1, 1.0 and 1.00 dollars are one price
         if isinstance(price, Tiered):
-            return {"base": str(price.base), "tiers": [[s, str(p)] for s, p in price.tiers]}
-        return str(price)
+            return {"base": _plain(price.base), "tiers": [[s, _plain(p)] for s, p in price.tiers]}
+        return _plain(price)
 
     return {
         "since": rate.since.isoformat() if rate.since else None,
         "prices": {k: one(v) for k, v in sorted(rate.prices.items())},
     }
+
+
+def _plain(value: Decimal) -> str:
+    return str(value.normalize())
