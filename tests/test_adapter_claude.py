@@ -641,7 +641,8 @@ def test_fixture_usage_counts_each_message_once(fixture_records: list[Record]) -
 def test_one_hour_cache_writes_are_kept_apart_and_keys_unchanged(tmp_path: Path) -> None:
     """usage.cache_creation.ephemeral_1h_input_tokens (a part of the cache writes, priced
     at its own rate) is kept as cache_creation_1h_tokens; an increase is keyed by the
-    four counters as before, so a copy read by an older agentsrc dedupes with it."""
+    four counters as before, so a copy read by an older agentsrc dedupes with it, and
+    carries its request's whole input, by which the request's price tier is judged."""
 
     def line(uuid: str, output: int, one_hour: int) -> dict[str, Any]:
         usage = {"input_tokens": 4, "output_tokens": output, "cache_read_input_tokens": 10,
@@ -662,7 +663,8 @@ def test_one_hour_cache_writes_are_kept_apart_and_keys_unchanged(tmp_path: Path)
         ("claude-code:usage:msg_H:4.9.10.300", {
             "input_tokens": 0, "output_tokens": 4, "cache_read_tokens": 0,
             "cache_creation_tokens": 0, "cache_creation_1h_tokens": 0,
-            "reasoning_tokens": 0, "total_tokens": 4, "model": "claude-opus-4-6"}),
+            "reasoning_tokens": 0, "total_tokens": 4, "model": "claude-opus-4-6",
+            "request_input_tokens": 314}),
     ]
 
 

@@ -93,6 +93,11 @@ def test_the_200k_tier_prices_the_whole_request_past_it() -> None:
     assert at.prompt_tokens == 200_000 and usd(at) == by_hand(at, base)
     assert usd(past) == by_hand(past, high)
     assert usd(past) > usd(at) * Decimal("1.9")  # type: ignore[operator]
+    # A streamed message's later increase (its output only) is a part of a request past
+    # the tier: priced at the tier, as the rest of its request.
+    increase = normalize("claude-code", {"output_tokens": 40, "request_input_tokens": 200_001,
+                                         "model": "claude-sonnet-4-5"}, "2025-11-03T14:00:00Z")
+    assert usd(increase) == 40 * high["output_mtok"] / M
     # A sum of several requests (Copilot's shutdown totals) is never tiered.
     summed = RequestUsage("claude-sonnet-4-5", WHEN, 1_000_000, 0, 0, 0, 1_000, whole=False)
     assert usd(summed) == (1_000_000 * base["input_mtok"] + 1_000 * base["output_mtok"]) / M

@@ -787,7 +787,12 @@ def _usage(
         return []
     _remember(counted_table, message_id, reached, MAX_USAGE_IDS)
     key = f"{NAME}:usage:{message_id}:" + ".".join(str(n) for n in reached[:KEYED_COUNTERS])
-    return [_usage_event(line, key, increase, model)]
+    event = _usage_event(line, key, increase, model)
+    # The whole request's input (with the cache) for the price tier it reached: an
+    # increase is a part of one request, and past 200K input every token of it costs
+    # the higher rate, the increase's own output tokens included.
+    event.data["request_input_tokens"] = reached[0] + reached[2] + reached[3]
+    return [event]
 
 
 def _usage_event(line: _Line, key: str, counts: list[int], model: str | None) -> Event:

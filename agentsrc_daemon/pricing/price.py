@@ -111,8 +111,8 @@ def charge(prices: dict[str, Price], usage: RequestUsage) -> Decimal:
         leaves[unit] = counts[unit] - below
         if leaves[unit] < 0:
             raise ValueError(f"usage: {unit} is less than its parts")
-    # Tiers are judged by one request's input; a sum of several is priced at the base.
-    prompt = usage.prompt_tokens if usage.whole else 0
+    # Tiers are judged by one request's whole input; a sum of several is priced at the base.
+    prompt = usage.tier_tokens
     total = Decimal(0)
     for unit, count in leaves.items():
         price_key, per, _ = UNITS[unit]

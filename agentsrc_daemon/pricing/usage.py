@@ -83,6 +83,9 @@ class RequestUsage:
     reported_usd: Decimal | None = None  # what the agent recorded it cost
     speed: str | None = None  # Anthropic's usage.speed ("fast" has its own rates)
     whole: bool = True  # one request: tiers apply; False: a sum of several
+    # When this is a part of one request (a streamed Claude message's later increase):
+    # the whole request's input, cached or not, by which its tier is judged.
+    request_input_tokens: int | None = None
 
     @property
     def cache_write_tokens(self) -> int:
@@ -90,8 +93,18 @@ class RequestUsage:
 
     @property
     def prompt_tokens(self) -> int:
-        """Every input token of the request, cached or not: what a tier is judged by."""
+        """Every input token counted here, cached or not."""
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    @property
+    def tier_tokens(self) -> int:
+        """The input a price tier is judged by: the whole request's (0 for a sum of
+        several requests: no tier can be told, the base rates apply)."""
+        if not self.whole:
+            return 0
+        if self.request_input_tokens is not None:
+            return max(self.request_input_tokens, self.prompt_tokens)
+        return self.prompt_tokens
 
     @property
     def tokens(self) -> int:
@@ -134,6 +147,9 @@ def normalize(adapter: str, data: dict[str, Any], ts: str | None = None) -> Requ
         reported_usd=_dollars(data.get("cost")),
         speed=speed if isinstance(speed, str) and speed else None,
         whole=convention.whole_requests and not data.get("aggregate"),
+        request_input_tokens=_count(data["request_input_tokens"])
+        if "request_input_tokens" in data
+        else None,
     )
 
 
