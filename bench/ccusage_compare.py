@@ -93,7 +93,7 @@ def our_session_of(agent: str, period: str) -> str:
 
 @dataclass(slots=True)
 class Tally:
-    cost: cost.Cost = cost.NOTHING
+    spent: cost.Cost = cost.NOTHING
     input: int = 0  # uncached input
     output: int = 0
     cache_read: int = 0
@@ -101,7 +101,7 @@ class Tally:
     models: set[str] = field(default_factory=set)
 
     def add(self, usage: RequestUsage, priced: cost.Cost) -> None:
-        self.cost = self.cost + priced
+        self.spent = self.spent + priced
         self.input += usage.input_tokens
         self.output += usage.output_tokens
         self.cache_read += usage.cache_read_tokens
@@ -200,11 +200,11 @@ def table_lines(title: str, ours: dict[str, Tally], cc: dict[str, dict[str, Any]
     lines = [f"## {title}", "",
              "| key | ccusage $ | agentsrc $ | diff $ | input (cc / ours) | output (cc / ours) | cache read (cc / ours) | cache write (cc / ours) |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    keys = sorted(set(ours) | set(cc), key=lambda k: -(cc.get(k, {}).get("totalCost") or 0))
+    keys = sorted(set(ours) | set(cc), key=lambda k: (-(cc.get(k, {}).get("totalCost") or 0), k))
     for key in keys:
         mine, their = ours.get(key), cc.get(key)
         their_usd = Decimal(str(round(their["totalCost"], 6))) if their else None
-        my_usd = mine.cost.usd if mine else None
+        my_usd = mine.spent.usd if mine else None
         diff = "" if their_usd is None or my_usd is None else f"{my_usd - their_usd:+,.4f}"
 
         def pair(cc_name: str, attr: str, mine: Tally | None = mine, their: Any = their) -> str:
@@ -214,7 +214,7 @@ def table_lines(title: str, ours: dict[str, Tally], cc: dict[str, dict[str, Any]
 
         lines.append(
             f"| {key} | {'-' if their_usd is None else f'{their_usd:,.4f}'} | "
-            f"{_usd(mine.cost) if mine else '-'} | {diff} | {pair('inputTokens', 'input')} | "
+            f"{_usd(mine.spent) if mine else '-'} | {diff} | {pair('inputTokens', 'input')} | "
             f"{pair('outputTokens', 'output')} | {pair('cacheReadTokens', 'cache_read')} | "
             f"{pair('cacheCreationTokens', 'cache_write')} |"
         )
@@ -252,7 +252,7 @@ def main() -> int:
     print("\n".join(out))
     if args.json:
         args.json.write_text(json.dumps({"ccusage": {"session": sessions, "daily": daily, "codex": codex},
-                                         "ours": {dim: {k: str(t.cost.usd) for k, t in rows.items()}
+                                         "ours": {dim: {k: str(t.spent.usd) for k, t in rows.items()}
                                                   for dim, rows in ours.items()}}, indent=1))
     return 0
 
