@@ -59,6 +59,28 @@ def fetched_table(url: str | None = None, timeout_s: float = 30.0) -> bytes:
     return table_bytes(snapshot.providers, meta)
 
 
+def update_table(path: Path, url: str | None = None, timeout_s: float = 30.0) -> dict[str, Any]:
+    """``agentsrc prices update``: the newest published data, validated by the library,
+    written as the table at ``path`` (atomically; on any failure the table in place is
+    left as it was). Returns what the new table came from, with its number of models.
+    The daemon prices with it from its next start (a new fingerprint: history is
+    priced again)."""
+    raw = fetched_table(url, timeout_s)
+    new = loads_checked(raw)
+    write(path, raw)
+    return new.source | {"models": sum(len(p["models"]) for p in new.providers)}
+
+
+def loads_checked(raw: bytes) -> Any:
+    """The table read back as the daemon will read it, before it replaces anything."""
+    from .table import loads
+
+    table = loads(raw)
+    if not table.providers:
+        raise ValueError(f"{LIBRARY}: the fetched prices have no provider")
+    return table
+
+
 def table_bytes(providers: list[Any], source: dict[str, Any]) -> bytes:
     doc = {"format": FORMAT, "source": source, "providers": [_provider(p) for p in providers]}
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
