@@ -19,6 +19,7 @@ none was recorded). A request of no token at all costs nothing, whatever its mod
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -98,17 +99,9 @@ def charge(prices: dict[str, Price], usage: RequestUsage) -> Decimal:
         "output_reasoning_tokens": usage.reasoning_tokens,
         "requests": 1,
     }
-    priced = sorted(
-        (PRICE_KEYS[key] for key in prices if key in PRICE_KEYS),
-        key=lambda unit: (-len(UNITS[unit][2]), unit),
-    )
     leaves: dict[str, int] = {}
-    for unit in priced:
-        dims = UNITS[unit][2].items()
-        below = sum(
-            leaves[other] for other in leaves if other != unit and dims <= UNITS[other][2].items()
-        )
-        leaves[unit] = counts[unit] - below
+    for unit, parts in _plan(tuple(prices)):
+        leaves[unit] = counts[unit] - sum(leaves[part] for part in parts)
         if leaves[unit] < 0:
             raise ValueError(f"usage: {unit} is less than its parts")
     # Tiers are judged by one request's whole input; a sum of several is priced at the base.
@@ -120,3 +113,20 @@ def charge(prices: dict[str, Price], usage: RequestUsage) -> Decimal:
         rate = price.at(prompt) if isinstance(price, Tiered) else price
         total += rate * Decimal(count) / per
     return total
+
+
+@functools.cache
+def _plan(price_keys: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """For the units a model prices: each unit, most specific first, with the priced
+    units its tokens include (whose own tokens are taken out of its count). A few
+    distinct sets of price keys exist in the whole table."""
+    priced = sorted(
+        (PRICE_KEYS[key] for key in price_keys if key in PRICE_KEYS),
+        key=lambda unit: (-len(UNITS[unit][2]), unit),
+    )
+    plan = []
+    for i, unit in enumerate(priced):
+        dims = UNITS[unit][2].items()
+        parts = tuple(other for other in priced[:i] if dims <= UNITS[other][2].items())
+        plan.append((unit, parts))
+    return tuple(plan)

@@ -97,8 +97,8 @@ class Model:
 
     provider: str
     id: str
-    prices: tuple[tuple[Any, dict[str, Any]], ...]  # (constraint or None, raw prices)
-    variants: tuple[dict[str, Any], ...] = ()
+    prices: tuple[tuple[Any, dict[str, Price]], ...]  # (constraint or None, prices)
+    variants: tuple[tuple[dict[str, str], Any, dict[str, Price]], ...] = ()  # when, constraint
     # Found among the provider's own models, not a provider it falls back to: only
     # then do the variants apply (the library's rule: another provider's tier rates
     # are not the fallback's).
@@ -108,22 +108,20 @@ class Model:
         """The prices in force at ``ts`` (aware or UTC), with the variants whose ``when``
         the context matches laid over them, as the library's ``get_prices``."""
         chosen = self.prices[0][1]
-        for constraint, raw in reversed(self.prices):
+        for constraint, prices in reversed(self.prices):
             if constraint is None or _active(constraint, ts):
-                chosen = raw
+                chosen = prices
                 break
-        prices = {key: _price(value) for key, value in chosen.items()}
         if not context or not self.native:
-            return prices
+            return chosen
         overrides: dict[str, Price] = {}
-        for variant in self.variants:
-            constraint = variant.get("constraint")
+        for when, constraint, prices in self.variants:
             if constraint is not None and not _active(constraint, ts):
                 continue
-            if all(context.get(k) == v for k, v in variant["when"].items()):
-                for key, value in variant["prices"].items():
-                    overrides.setdefault(key, _price(value))
-        return prices | overrides
+            if all(context.get(k) == v for k, v in when.items()):
+                for key, value in prices.items():
+                    overrides.setdefault(key, value)
+        return chosen | overrides
 
 
 @dataclass(slots=True)
@@ -164,8 +162,11 @@ class PriceTable:
         return Model(
             provider["id"],
             model["id"],
-            tuple((c, p) for c, p in model["prices"]),
-            tuple(model.get("variants") or ()),
+            tuple((c, _prices(p)) for c, p in model["prices"]),
+            tuple(
+                (v["when"], v.get("constraint"), _prices(v["prices"]))
+                for v in model.get("variants") or ()
+            ),
             native,
         )
 
@@ -248,6 +249,12 @@ def matches(clause: dict[str, Any], text: str) -> bool:
     if op == "and":
         return all(matches(c, text) for c in arg)
     raise ValueError(f"price table: unknown match clause {op!r}")
+
+
+def _prices(raw: dict[str, Any]) -> dict[str, Price]:
+    """A model's prices parsed once, when the model is first found (the table keeps
+    them as JSON: parsing 2,344 models' decimals up front would cost the memory)."""
+    return {key: _price(value) for key, value in raw.items()}
 
 
 def _price(value: Any) -> Price:
