@@ -107,3 +107,13 @@ def test_a_payload_the_library_refuses_changes_nothing(
             export.update_table(path, url(server), timeout_s=5)
         assert path.read_bytes() == kept
     assert [p.name for p in tmp_path.iterdir()] == ["prices.json"]  # no temporary left
+
+
+def test_the_installed_version_is_known_without_importing_the_library() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from agentsrc_daemon.pricing import export; v = export.installed_version(); "
+            "print(v, 'genai_prices' in sys.modules, 'pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [export.library_version(), "False", "False"]

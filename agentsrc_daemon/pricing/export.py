@@ -35,6 +35,20 @@ def library_version() -> str:
     return version(LIBRARY)
 
 
+def installed_version() -> str | None:
+    """The installed library's version without importing it or importlib.metadata (the
+    daemon asks at start whether its table is the installed library's): the name of
+    its ``.dist-info`` directory beside the package; None when it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("genai_prices")
+    if spec is None or spec.origin is None:
+        return None
+    site = Path(spec.origin).parent.parent
+    found = sorted(site.glob("genai_prices-*.dist-info"))
+    return found[-1].name[len("genai_prices-") : -len(".dist-info")] if found else None
+
+
 def bundled_table() -> bytes:
     """The table of the installed library's bundled data."""
     from genai_prices.data import providers
