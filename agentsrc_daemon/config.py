@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -466,6 +467,26 @@ def _sink_config(doc: Mapping[str, Any], env: Mapping[str, str], home: Path) -> 
     return sc
 
 
+def runtime_dir(
+    env: Mapping[str, str], uid: int | None = None, base: Path = Path("/run/user")
+) -> Path | None:
+    """The user's runtime directory: $XDG_RUNTIME_DIR, else the one logind makes
+    (pam_systemd: /run/user/<uid>, 0700, the user's) when it exists. Programs started by
+    other programs (MCP clients, launchers, cron) get a sparse environment without
+    XDG_RUNTIME_DIR: they must still find the socket of a daemon that had it."""
+    if env.get("XDG_RUNTIME_DIR"):
+        return Path(env["XDG_RUNTIME_DIR"])
+    uid = os.getuid() if uid is None else uid
+    candidate = base / str(uid)
+    try:
+        st = candidate.stat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o077:
+        return None
+    return candidate
+
+
 def load_config(
     *,
     env: Mapping[str, str] | None = None,
@@ -503,10 +524,8 @@ def load_config(
     }
     data_default = _xdg_data(env, home) / "agentsrc"
     data = pick(data_dir, "AGENTSRC_DATA_DIR", daemon.get("data_dir"), data_default)
-    runtime = env.get("XDG_RUNTIME_DIR")
-    socket_default = (
-        Path(runtime) / "agentsrc" / SOCKET_NAME if runtime else data / SOCKET_NAME
-    )
+    runtime = runtime_dir(env)
+    socket_default = runtime / "agentsrc" / SOCKET_NAME if runtime else data / SOCKET_NAME
     sock = pick(socket_path, "AGENTSRC_SOCKET", daemon.get("socket"), socket_default)
 
     cfg = Config(

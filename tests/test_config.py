@@ -17,7 +17,11 @@ def test_defaults_from_home_and_xdg(tmp_path: Path) -> None:
     assert cfg.claude_root == tmp_path / ".claude" / "projects"
     assert cfg.muse_root == tmp_path / "agents"
     assert cfg.data_dir == tmp_path / ".local" / "share" / "agentsrc"
-    assert cfg.socket_path == cfg.data_dir / "agentsrc.sock"  # no XDG_RUNTIME_DIR
+    # No XDG_RUNTIME_DIR: logind's /run/user/<uid> where this machine has one.
+    from agentsrc_daemon.config import runtime_dir
+
+    run = runtime_dir({})
+    assert cfg.socket_path == (run / "agentsrc" if run else cfg.data_dir) / "agentsrc.sock"
     assert cfg.db_path == cfg.data_dir / "agentsrc.db"
     assert (cfg.reconcile_interval, cfg.max_line_bytes) == (30.0, 64 * 1024 * 1024)
     assert cfg.scan.enabled and cfg.scan.store_text
@@ -81,3 +85,27 @@ def test_errors_are_clear(tmp_path: Path) -> None:
         load_config(env={"HOME": str(tmp_path)}, socket_path="/tmp/" + "s" * 120)
     # An absent default config file is fine: it is optional.
     assert load_config(env={"HOME": str(tmp_path)}).config_file is None
+
+
+def test_runtime_dir_without_xdg_runtime_dir_is_logind_s_when_it_is_the_user_s(
+    tmp_path: Path,
+) -> None:
+    """Programs launched by others (MCP clients, cron) have no XDG_RUNTIME_DIR: they
+    find the socket in /run/user/<uid> as the daemon that had the variable put it."""
+    import os
+
+    from agentsrc_daemon.config import runtime_dir
+
+    uid = os.getuid()
+    assert runtime_dir({"XDG_RUNTIME_DIR": "/x/y"}, base=tmp_path) == Path("/x/y")
+    assert runtime_dir({}, base=tmp_path) is None  # no such directory
+    mine = tmp_path / str(uid)
+    mine.mkdir(mode=0o700)
+    mine.chmod(0o700)
+    assert runtime_dir({}, base=tmp_path) == mine
+    mine.chmod(0o755)  # not private: not the runtime directory logind makes
+    assert runtime_dir({}, base=tmp_path) is None
+    mine.chmod(0o700)
+    assert runtime_dir({}, uid=uid + 1, base=tmp_path) is None  # another user's uid
+    (tmp_path / str(uid + 1)).mkdir(mode=0o700)
+    assert runtime_dir({}, uid=uid + 1, base=tmp_path) is None  # exists, not theirs
