@@ -50,6 +50,15 @@ def _str_param(params: dict[str, Any], name: str, required: bool = False) -> str
     return value
 
 
+def _bool_param(params: dict[str, Any], name: str) -> bool:
+    value = params.get(name, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise RpcError(INVALID_PARAMS, f"{name} must be a boolean")
+    return value
+
+
 def _kinds(params: dict[str, Any]) -> list[str] | None:
     kinds = params.get("kinds")
     kind = params.get("kind")
@@ -146,6 +155,8 @@ def sessions_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
             sort=sort,
             after=after,
             search_cut=search_cut,
+            has_findings=_bool_param(params, "has_findings"),
+            failed_commands=_bool_param(params, "failed_commands"),
         )
     except QuerySyntaxError as exc:
         raise RpcError(INVALID_PARAMS, f"bad search query: {exc}") from None
@@ -436,6 +447,71 @@ def sessions_turns(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+# ---- the web page's views (docs/web.md); their SQL is in store/timeline.py,
+# store/activity.py and store/breakdowns.py.
+
+
+def sessions_timeline(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    sid = _session(reader, params, "id" if "id" in params else "session_id")
+    if sid is None:
+        raise RpcError(INVALID_PARAMS, "id is required")
+    around = params.get("around_id")
+    return reader.session_timeline(
+        sid,
+        after_id=_int_param(params, "after_id", 0, 0, MAX_EVENT_ID),
+        limit=_int_param(params, "limit", 20, 1, 500),
+        around_id=None if around is None else _int_param(params, "around_id", 0, 1, MAX_EVENT_ID),
+    )
+
+
+def sessions_live(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    since = _since(params) or parse_since("15m")
+    return reader.live_sessions(since, _int_param(params, "limit", 20, 1, 200))
+
+
+def sessions_count(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    return {"sessions": reader.count_sessions(
+        agent=_agent_param(params),
+        cwd=_str_param(params, "cwd"),
+        project=_str_param(params, "project"),
+        since_ts=_since(params),
+        until_ts=_until(params),
+        model=_str_param(params, "model"),
+        has_findings=_bool_param(params, "has_findings"),
+        failed_commands=_bool_param(params, "failed_commands"),
+    )}
+
+
+def usage_blocks(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    since = _since(params) or parse_since("2d")
+    until = _until(params)
+    if until is not None and until <= since:
+        raise RpcError(INVALID_PARAMS, "until must be after since")
+    return reader.usage_blocks(since, until)
+
+
+def findings_by_day(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    since = _since(params)
+    return reader.findings_by_day(since[:10] if since else None)
+
+
+def files_top(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    return reader.files_top(
+        project=_str_param(params, "project"),
+        since_ts=_since(params) or parse_since("30d"),
+        limit=_int_param(params, "limit", 20, 1, 1000),
+    )
+
+
+def search_facets(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    q = _str_param(params, "q", required=True)
+    assert q is not None
+    try:
+        return reader.search_facets(q)
+    except QuerySyntaxError as exc:
+        raise RpcError(INVALID_PARAMS, f"bad search query: {exc}", {"q": q}) from None
+
+
 def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handler]:
     return {
         "status": lambda reader, params: status(reader),
@@ -455,4 +531,12 @@ def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handl
         "usage.summary": usage_summary,
         "search.query": search_query,
         "sessions.turns": sessions_turns,
+        "sessions.timeline": sessions_timeline,
+        "sessions.live": sessions_live,
+        "sessions.count": sessions_count,
+        "usage.blocks": usage_blocks,
+        "findings.by_day": findings_by_day,
+        "files.top": files_top,
+        "search.facets": search_facets,
+        "store.info": lambda reader, params: reader.store_info(),
     }

@@ -15,7 +15,7 @@ from typing import Any
 import apsw
 import orjson
 
-from . import reports
+from . import activity, breakdowns, reports, timeline
 from .batch import event_row_to_json
 from .listings import RankedListing, RankedListings
 from .ranked import SEARCH_CANDIDATES, SEARCH_TITLE_CANDIDATES, Cut, estimate_weights
@@ -304,6 +304,8 @@ class Reader:
         sort: str = "last",
         after: tuple[Any, str] | None = None,
         search_cut: list[int] | None = None,
+        has_findings: bool = False,
+        failed_commands: bool = False,
     ) -> dict[str, Any]:
         """Sessions, by ``sort`` descending (then id), after the keyset ``after`` (the
         last row's sort value and id). ``since``/``until``: active at or after / started
@@ -330,6 +332,8 @@ class Reader:
             where.add("COALESCE(started_at, last_event_at) < ?", until_ts)
         if model:
             where.add("model=?", model)
+        for condition in activity.session_filters(has_findings, failed_commands):
+            where.add(condition)
         match = compile_query(search) if search else None
         key = self.SESSION_SORTS[sort]
         if after is not None:
@@ -1149,6 +1153,31 @@ class Reader:
             "failed_commands": int(commands[1] or 0) if commands else 0,
         }
 
+
+    # -- the web page's views (their SQL in timeline.py, activity.py, breakdowns.py)
+    def session_timeline(self, session_id: str, **kw: Any) -> dict[str, Any]:
+        return timeline.session_timeline(self.conn, session_id, **kw)
+
+    def live_sessions(self, since_ts: str, limit: int) -> dict[str, Any]:
+        return activity.live_sessions(self, since_ts, limit)
+
+    def count_sessions(self, **filters: Any) -> int:
+        return activity.count_sessions(self.conn, **filters)
+
+    def usage_blocks(self, since_ts: str, until_ts: str | None) -> dict[str, Any]:
+        return breakdowns.usage_blocks(self.conn, since_ts, until_ts)
+
+    def findings_by_day(self, since_day: str | None) -> dict[str, Any]:
+        return breakdowns.findings_by_day(self.conn, since_day)
+
+    def files_top(self, **kw: Any) -> dict[str, Any]:
+        return breakdowns.files_top(self.conn, **kw)
+
+    def search_facets(self, q: str) -> dict[str, Any]:
+        return breakdowns.search_facets(self.conn, q)
+
+    def store_info(self) -> dict[str, Any]:
+        return breakdowns.store_info(self.conn, self.db_path)
 
 def _session_dict(row: Sequence[Any], subagents: int, sources: int, gone: int) -> dict[str, Any]:
     """A session row, its number of sub-agents, of transcripts and of those gone from

@@ -1,0 +1,194 @@
+"""The breakdowns the web page draws, each one bounded query: usage in 5-hour blocks
+(``usage.blocks``), findings per day (``findings.by_day``), a project's most changed
+files and the commands that keep failing (``files.top``), the facets of a search
+(``search.facets``), and the store's size on disk (``store.info``).
+
+Each reads what an index gives it in order, and no more: the usage events of a time
+range by the report-day index, the findings from their aggregate, edits and failed
+commands by their time indexes from a moment on, a query's newest hits."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import apsw
+
+from .aggregates import NONE
+from .schema import USAGE_FIELDS
+from .search import compile_query
+from .where import E_COMMAND_FAILED, Where
+
+BLOCK_HOURS = 5  # Anthropic's plan limits are counted in 5-hour windows
+FACET_HITS = 1000  # search.facets counts the newest this many event hits
+
+
+def usage_blocks(conn: apsw.Connection, since_ts: str, until_ts: str | None) -> dict[str, Any]:
+    """The usage events from ``since_ts`` (until ``until_ts``) in 5-hour blocks, as the
+    plans count them: a block starts at the hour of the first response after the
+    previous block ended and lasts 5 hours. Hourly sums are enough to place every
+    response exactly (a block starts and ends on the hour). Newest block first."""
+    conditions = ["e.kind IN ('usage', 'secret', 'sensitive_read')", "e.kind = 'usage'",
+                  "substr(e.ts, 1, 10) >= ?", "e.ts >= ?"]
+    args: list[Any] = [since_ts[:10], since_ts]
+    if until_ts:
+        conditions += ["substr(e.ts, 1, 10) <= ?", "e.ts < ?"]
+        args += [until_ts[:10], until_ts]
+    sums = ", ".join(f"SUM(COALESCE(j ->> '$.{f}', 0))" for f in USAGE_FIELDS)
+    sql = (
+        f"WITH u AS MATERIALIZED (SELECT substr(e.ts, 1, 13) h, e.data j FROM events e"
+        f" WHERE {' AND '.join(conditions)})"
+        f" SELECT h, COUNT(*), {sums} FROM u GROUP BY h ORDER BY h"
+    )
+    with conn:
+        hours = list(conn.execute(sql, args))
+    blocks: list[dict[str, Any]] = []
+    end: datetime | None = None
+    for h, responses, *tokens in hours:
+        try:
+            at = datetime.strptime(h, "%Y-%m-%dT%H").replace(tzinfo=UTC)
+        except (TypeError, ValueError):
+            continue
+        if end is None or at >= end:
+            end = at + timedelta(hours=BLOCK_HOURS)
+            blocks.append({"start": _iso(at), "end": _iso(end), "responses": 0,
+                           "active_hours": 0, **dict.fromkeys(USAGE_FIELDS, 0)})
+        b = blocks[-1]
+        b["responses"] += int(responses)
+        b["active_hours"] += 1
+        for f, v in zip(USAGE_FIELDS, tokens, strict=True):
+            b[f] += int(v or 0)
+    now = datetime.now(UTC)
+    for b in blocks:
+        b["active"] = _iso(now) < b["end"]
+    blocks.reverse()
+    return {"since": since_ts, "until": until_ts, "hours": BLOCK_HOURS, "blocks": blocks}
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def findings_by_day(conn: apsw.Connection, since_day: str | None) -> dict[str, Any]:
+    """Findings per UTC day (and per type within it) from the findings' aggregate, days
+    at or after ``since_day`` (YYYY-MM-DD), oldest first."""
+    where = f"WHERE day < {NONE}" + (" AND day >= ?" if since_day else "")
+    args = [since_day] if since_day else []
+    with conn:
+        rows = list(conn.execute(
+            f"SELECT day, type, SUM(n) FROM agg_secret_sessions {where}"
+            " GROUP BY day, type HAVING SUM(n) > 0 ORDER BY day, type", args))
+    days: dict[str, dict[str, Any]] = {}
+    for day, typ, n in rows:
+        d = days.setdefault(day, {"day": day, "findings": 0, "by_type": {}})
+        d["findings"] += int(n)
+        name = typ if isinstance(typ, str) else None
+        d["by_type"][name or ""] = d["by_type"].get(name or "", 0) + int(n)
+    return {"since": since_day, "days": list(days.values())}
+
+
+def files_top(
+    conn: apsw.Connection, *, project: str | None, since_ts: str, limit: int
+) -> dict[str, Any]:
+    """Since ``since_ts``: the most changed files (edits, sessions, the last time) and
+    the commands that failed more than once (failures, sessions, the last time and
+    exit code), of one project or of every project."""
+    edits = Where()
+    edits.add("e.kind = 'edit'")
+    edits.add("COALESCE(e.ts, '') >= ?", since_ts)  # events_edits_by_time's expression
+    edits.scope(project=project)
+    failed = Where()
+    failed.add("e.kind = 'command'")
+    failed.add(E_COMMAND_FAILED)
+    failed.add("COALESCE(e.ts, '') >= ?", since_ts)
+    failed.scope(project=project)
+    with conn:
+        changed = [
+            {"path": p, "rel_path": rel, "edits": int(n), "sessions": int(s), "last_ts": ts}
+            for p, rel, n, s, ts in conn.execute(
+                "WITH x AS MATERIALIZED (SELECT e.path p, e.session_id s, e.ts ts,"
+                f" json_extract(e.data, '$.rel_path') rel FROM events e{edits.sql()})"
+                " SELECT p, MAX(rel), COUNT(*), COUNT(DISTINCT s), MAX(ts) FROM x"
+                " WHERE p IS NOT NULL GROUP BY p ORDER BY 3 DESC, 1 LIMIT ?",
+                [*edits.args, limit])
+        ]
+        failing = [
+            {"command": c, "failures": int(n), "sessions": int(s), "last_ts": ts,
+             "last_exit_code": code, "last_event_id": eid, "last_session_id": sid}
+            for c, n, s, ts, code, eid, sid in conn.execute(
+                "WITH x AS MATERIALIZED (SELECT e.id id, e.session_id s, e.ts ts, e.data j"
+                f" FROM events e{failed.sql()}),"
+                " y AS (SELECT id, s, ts, j ->> '$.command' c, j ->> '$.exit_code' code FROM x)"
+                " SELECT c, COUNT(*), COUNT(DISTINCT s), MAX(COALESCE(ts, '')),"
+                " (SELECT code FROM y y2 WHERE y2.c = y.c ORDER BY COALESCE(ts, '') DESC, id DESC LIMIT 1),"
+                " MAX(id), (SELECT s FROM y y3 WHERE y3.c = y.c ORDER BY id DESC LIMIT 1)"
+                " FROM y WHERE c IS NOT NULL GROUP BY c HAVING COUNT(*) > 1"
+                " ORDER BY 2 DESC, 1 LIMIT ?",
+                [*failed.args, limit])
+        ]
+    return {"project": project, "since": since_ts, "most_changed": changed,
+            "failing_commands": failing}
+
+
+def search_facets(conn: apsw.Connection, q: str) -> dict[str, Any]:
+    """How the newest FACET_HITS event hits of a query spread over kinds, agents and
+    projects, and how many session titles match (at most FACET_HITS)."""
+    match = compile_query(q)
+    with conn:
+        rows = list(conn.execute(
+            "WITH h AS MATERIALIZED (SELECT rowid r FROM search_index"
+            " WHERE search_index MATCH ? AND rowid > 0 ORDER BY rowid DESC LIMIT ?)"
+            " SELECT e.kind, s.agent, COALESCE(s.project_root, s.cwd), COUNT(*) FROM h"
+            " JOIN events e ON e.id = h.r JOIN sessions s ON s.id = e.session_id"
+            " GROUP BY 1, 2, 3", (match, FACET_HITS + 1)))
+        (titles,) = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT rowid FROM search_index"
+            " WHERE search_index MATCH ? AND rowid < 0 LIMIT ?)", (match, FACET_HITS)
+        ).fetchone() or (0,)
+    kinds: dict[str, int] = {}
+    agents: dict[str, int] = {}
+    projects: dict[str, int] = {}
+    total = 0
+    for kind, agent, project, n in rows:
+        total += int(n)
+        kinds[kind] = kinds.get(kind, 0) + int(n)
+        agents[agent] = agents.get(agent, 0) + int(n)
+        projects[project or ""] = projects.get(project or "", 0) + int(n)
+    capped = total > FACET_HITS
+    if capped:  # the one hit past the cap only says there are more: not counted
+        total = FACET_HITS
+
+    def ranked(counts: dict[str, int]) -> list[dict[str, Any]]:
+        return [{"value": k or None, "hits": n}
+                for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+    return {"q": q, "event_hits": total, "capped": capped, "title_hits": int(titles),
+            "by_kind": ranked(kinds), "by_agent": ranked(agents),
+            "by_project": ranked(projects)}
+
+
+def store_info(conn: apsw.Connection, db_path: str) -> dict[str, Any]:
+    """The database's size: its pages, the free ones, and the files on disk (the
+    database, its write-ahead log)."""
+    with conn:
+        (page_size,) = conn.execute("PRAGMA page_size").fetchone() or (0,)
+        (pages,) = conn.execute("PRAGMA page_count").fetchone() or (0,)
+        (free,) = conn.execute("PRAGMA freelist_count").fetchone() or (0,)
+        (version,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
+
+    def size(path: str) -> int | None:
+        try:
+            return os.stat(path).st_size
+        except OSError:
+            return None
+
+    return {
+        "path": db_path,
+        "schema_version": int(version),
+        "page_size": int(page_size),
+        "pages": int(pages),
+        "free_pages": int(free),
+        "db_bytes": size(db_path),
+        "wal_bytes": size(db_path + "-wal"),
+    }
