@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/agentsrc: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,mcp]'
+	$(BIN)/pip install -q -e '.[test,mcp,web]'
 	@touch $@
 
 run: $(BIN)/agentsrc

@@ -30,6 +30,7 @@ def load_app() -> typer.Typer:
     from . import files  # noqa: F401  reads, edits, commands, files
     from . import findings  # noqa: F401  findings, report
     from . import mcp  # noqa: F401  mcp
+    from . import web  # noqa: F401  web
     from . import service  # noqa: F401  install, uninstall, doctor, service status
     from . import sink  # noqa: F401  sink init, sink status
     # isort: on
