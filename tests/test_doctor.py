@@ -174,6 +174,7 @@ def test_all_good(setup: Setup) -> None:
         "disk",
         "largest sessions",
         "daemon",
+        "web page",
     ]
     assert [c for c in checks if not c.ok or c.warning] == []
     assert doctor.exit_code(checks) == 0

@@ -9,8 +9,8 @@ from pathlib import Path
 import typer
 
 from .output import emit_json
-from .render import status_lines, wait_live
-from .typer_app import app, call, given_options
+from .render import status_lines, wait_live, web_line
+from .typer_app import app, call, get_config, given_options
 
 
 class LogFormat(StrEnum):
@@ -85,3 +85,6 @@ def status(
         return
     for line in status_lines(st):
         typer.echo(line)
+    web = web_line(get_config().socket_path)
+    if web:
+        typer.echo(web)

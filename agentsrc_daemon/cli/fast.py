@@ -133,7 +133,8 @@ def answer(query: Query) -> int:
         if "json" in query.flags:
             render.emit_json(st)
         else:
-            _out(render.status_lines(st), sys.stdout)
+            web = render.web_line(cfg.socket_path)
+            _out(render.status_lines(st) + ([web] if web else []), sys.stdout)
         return 0
     v = query.values
     params = render.sessions_params(

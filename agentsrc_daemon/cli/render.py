@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -113,6 +114,16 @@ def status_lines(st: dict[str, Any]) -> list[str]:
     for d in st.get("drift", [])[:10]:
         lines.append(f"drift:     {d['adapter']} {d['version']} {d['record_type']} x{d['count']}")
     return lines
+
+
+def web_line(socket_path: Path) -> str | None:
+    """The status line about a running web page (``agentsrc web``), or None."""
+    from ..web.url import read_url, without_token
+
+    info = read_url(socket_path)
+    if info is None:
+        return None
+    return f"web:       {without_token(str(info.get('url')))} (agentsrc web --url: the link)"
 
 
 def local_time(ts: str | None, relative: bool = False, now: float | None = None) -> str:

@@ -91,7 +91,13 @@ def _ask_daemon(cfg: Config) -> tuple[Any, str | None]:
 
 
 @app.command("install")
-def install_command(dry_run: DryRun = False) -> None:
+def install_command(
+    dry_run: DryRun = False,
+    web: bool = typer.Option(
+        False, "--web", help="Also install the web page (agentsrc web) as a second service."
+    ),
+    port: int = typer.Option(8787, "--port", min=1, max=65535, help="The web page's port."),
+) -> None:
     """Install and start agentsrc as a per-user service that starts at login."""
     from ..system.service import ServiceTarget, install, plan_install, settings_drift
 
@@ -99,6 +105,10 @@ def install_command(dry_run: DryRun = False) -> None:
     try:
         target = ServiceTarget.current(cfg)
         plan = plan_install(target)
+        if web:
+            from ..system.web_service import add_web_install
+
+            add_web_install(plan, port)
         plan.notes.extend(settings_drift(cfg, target))
         outcome = install(plan, dry_run=dry_run)
     except ServiceError as exc:
@@ -108,12 +118,13 @@ def install_command(dry_run: DryRun = False) -> None:
 
 @app.command("uninstall")
 def uninstall_command(dry_run: DryRun = False) -> None:
-    """Stop and remove the service. The database is kept."""
+    """Stop and remove the service (and the web page's). The database is kept."""
     from ..system.service import ServiceTarget, plan_uninstall, uninstall
+    from ..system.web_service import add_web_uninstall
 
     cfg = get_config()
     try:
-        plan = plan_uninstall(ServiceTarget.current(cfg, need_executable=False))
+        plan = add_web_uninstall(plan_uninstall(ServiceTarget.current(cfg, need_executable=False)))
         outcome = uninstall(plan, dry_run=dry_run)
     except ServiceError as exc:
         _failed("uninstall", exc)

@@ -30,12 +30,15 @@ def web(
         False, "--url",
         help="Print the link (with its token) of the page already running, and exit.",
     ),
+    service: bool = typer.Option(
+        False, "--service", hidden=True,
+        help="Under a service manager: the first line printed is the URL without its token.",
+    ),
 ) -> None:
-    """Serve the record as a local web page (read-only). The first line printed is the
-    link to open: it carries a one-time token."""
+    """Serve the record as a local read-only web page (its link is the first line)."""
     cfg = get_config()
     if url:
-        from ..web.server import read_url
+        from ..web.url import read_url
 
         info = read_url(cfg.socket_path)
         if info is None:
@@ -51,7 +54,7 @@ def web(
         fail(f"the web page needs the web extra: pip install 'agentsrc[web]' ({exc})",
              EXIT_FAILED)
     try:
-        code = serve(cfg.socket_path, host, port, open_browser)
+        code = serve(cfg.socket_path, host, port, open_browser, service)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", EXIT_FAILED)
     raise typer.Exit(code)

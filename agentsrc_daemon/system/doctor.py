@@ -595,6 +595,13 @@ def run_checks(
         checks.append(largest)
     checks.append(check_daemon(cfg, ask_daemon))
     checks.extend(check_sink(cfg, ask_daemon))
+    from .web_service import check_web  # it builds on this module's Check
+
+    try:
+        target: ServiceTarget | None = ServiceTarget.current(cfg, need_executable=False)
+    except ServiceError:
+        target = None
+    checks.append(check_web(cfg, target))
     return checks
 
 

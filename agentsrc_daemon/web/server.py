@@ -1,7 +1,7 @@
 """``agentsrc web``'s process: a fresh token, the listening socket (``--port 0``: a free
 one), the URL printed as the first line on stdout and kept in ``web.url`` beside the
-daemon's socket (0600 in its 0700 directory: ``agentsrc web --url`` and ``status`` read
-it), then uvicorn until SIGTERM or Ctrl-C.
+daemon's socket (url.py: ``agentsrc web --url``, ``status`` and ``doctor`` read it),
+then uvicorn until SIGTERM or Ctrl-C.
 
 Loopback only by default. Another ``--host`` is the user's choice, said with a warning:
 the page is then reachable from the network, behind the token alone."""
@@ -17,11 +17,8 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
-from typing import Any
 
-import orjson
-
-URL_FILE = "web.url"
+from .url import read_url, url_file, without_token, write_url
 
 
 def is_loopback(host: str) -> bool:
@@ -31,28 +28,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def url_file(socket_path: Path) -> Path:
-    return socket_path.parent / URL_FILE
-
-
-def read_url(socket_path: Path) -> dict[str, Any] | None:
-    """The running server's ``{"url", "pid", "port", "host"}``, or None (no file, or its
-    process is gone)."""
-    try:
-        info = orjson.loads(url_file(socket_path).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
-        return None
-    try:
-        os.kill(info["pid"], 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    return info
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -65,16 +40,11 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _write_url_file(path: Path, info: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(orjson.dumps(info))
-    os.replace(tmp, path)
-
-
-def serve(socket_path: Path, host: str, port: int, open_browser: bool) -> int:
+def serve(socket_path: Path, host: str, port: int, open_browser: bool,
+          service: bool = False) -> int:
+    """Serve until SIGTERM or Ctrl-C. ``service``: under a service manager, whose log
+    keeps stdout: the first line is the URL without its token (``agentsrc web --url``
+    prints the link with it)."""
     import uvicorn
 
     from ..logs import configure
@@ -88,7 +58,8 @@ def serve(socket_path: Path, host: str, port: int, open_browser: bool) -> int:
     shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host)
     shown = shown or (f"[{host.strip('[]')}]" if ":" in host else host)
     url = f"http://{shown}:{actual}/?token={token}"
-    print(url, flush=True)
+    print(f"{without_token(url)} (the link with its token: agentsrc web --url)" if service
+          else url, flush=True)
     if not is_loopback(host):
         print(f"warning: serving on {host}, reachable from other machines: anyone with the "
               "link reads the record (the token is the only lock; there is no TLS)",
@@ -96,7 +67,7 @@ def serve(socket_path: Path, host: str, port: int, open_browser: bool) -> int:
     info = {"url": url, "pid": os.getpid(), "port": actual, "host": host}
     ufile = url_file(socket_path)
     with contextlib.suppress(OSError):
-        _write_url_file(ufile, info)
+        write_url(socket_path, info)
     if open_browser:
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     app = build_app(socket_path, token=token, hosts=allowed_hosts(host.strip("[]"), actual),
