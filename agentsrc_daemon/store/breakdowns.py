@@ -22,6 +22,8 @@ from .where import E_COMMAND_FAILED, Where
 
 BLOCK_HOURS = 5  # Anthropic's plan limits are counted in 5-hour windows
 FACET_HITS = 1000  # search.facets counts the newest this many event hits
+TOP_EVENTS = 2000  # files.top groups the newest this many edits, and failed commands
+TOP_FAILED = 1000  # (failed commands are read with their data: fewer)
 
 
 def usage_blocks(conn: apsw.Connection, since_ts: str, until_ts: str | None) -> dict[str, Any]:
@@ -93,42 +95,78 @@ def files_top(
 ) -> dict[str, Any]:
     """Since ``since_ts``: the most changed files (edits, sessions, the last time) and
     the commands that failed more than once (failures, sessions, the last time and
-    exit code), of one project or of every project."""
+    exit code), of one project or of every project. Among the newest TOP_EVENTS edits
+    and failed commands in range (``capped`` says when there were more): the time and
+    failure indexes give them in order, and a page reads no more."""
     edits = Where()
     edits.add("e.kind = 'edit'")
     edits.add("COALESCE(e.ts, '') >= ?", since_ts)  # events_edits_by_time's expression
     edits.scope(project=project)
     failed = Where()
     failed.add("e.kind = 'command'")
-    failed.add(E_COMMAND_FAILED)
+    failed.add(E_COMMAND_FAILED)  # the partial index's WHERE
     failed.add("COALESCE(e.ts, '') >= ?", since_ts)
     failed.scope(project=project)
     with conn:
         changed = [
-            {"path": p, "rel_path": rel, "edits": int(n), "sessions": int(s), "last_ts": ts}
+            {"path": p, "rel_path": _relative(p, project), "edits": int(n), "sessions": int(s),
+             "last_ts": ts}
             for p, rel, n, s, ts in conn.execute(
-                "WITH x AS MATERIALIZED (SELECT e.path p, e.session_id s, e.ts ts,"
-                f" json_extract(e.data, '$.rel_path') rel FROM events e{edits.sql()})"
-                " SELECT p, MAX(rel), COUNT(*), COUNT(DISTINCT s), MAX(ts) FROM x"
-                " WHERE p IS NOT NULL GROUP BY p ORDER BY 3 DESC, 1 LIMIT ?",
-                [*edits.args, limit])
+                "WITH x AS MATERIALIZED (SELECT e.path p, e.session_id s, e.ts ts"
+                f" FROM events e{edits.sql()} ORDER BY COALESCE(e.ts, '') DESC LIMIT ?),"
+                " top AS (SELECT p, COUNT(*) n, COUNT(DISTINCT s) ns, MAX(ts) ts FROM x"
+                " WHERE p IS NOT NULL GROUP BY p ORDER BY 2 DESC, 1 LIMIT ?)"
+                " SELECT p, NULL, n, ns, ts FROM top",
+                [*edits.args, TOP_EVENTS, limit])
         ]
-        failing = [
-            {"command": c, "failures": int(n), "sessions": int(s), "last_ts": ts,
-             "last_exit_code": code, "last_event_id": eid, "last_session_id": sid}
-            for c, n, s, ts, code, eid, sid in conn.execute(
-                "WITH x AS MATERIALIZED (SELECT e.id id, e.session_id s, e.ts ts, e.data j"
-                f" FROM events e{failed.sql()}),"
-                " y AS (SELECT id, s, ts, j ->> '$.command' c, j ->> '$.exit_code' code FROM x)"
-                " SELECT c, COUNT(*), COUNT(DISTINCT s), MAX(COALESCE(ts, '')),"
-                " (SELECT code FROM y y2 WHERE y2.c = y.c ORDER BY COALESCE(ts, '') DESC, id DESC LIMIT 1),"
-                " MAX(id), (SELECT s FROM y y3 WHERE y3.c = y.c ORDER BY id DESC LIMIT 1)"
-                " FROM y WHERE c IS NOT NULL GROUP BY c HAVING COUNT(*) > 1"
-                " ORDER BY 2 DESC, 1 LIMIT ?",
-                [*failed.args, limit])
+        # The rows through the failed commands' partial index, named (on the rows'
+        # table): SQLite would rather walk every command by session, unpacking each.
+        rows = list(conn.execute(
+            "WITH x AS MATERIALIZED (SELECT e.id id, k.id s, e.ts ts, e.data j"
+            " FROM event_rows e INDEXED BY events_failed_commands"
+            f" JOIN session_keys k ON k.key = e.session_key{failed.sql()}"
+            " ORDER BY e.id DESC LIMIT ?)"
+            " SELECT id, s, ts, j ->> '$.command', j ->> '$.exit_code' FROM x",
+            [*failed.args, TOP_FAILED]))
+        counted = [
+            int((conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {table}{w.sql()} LIMIT ?)",
+                              [*w.args, cap + 1]).fetchone() or (0,))[0]) > cap
+            for table, w, cap in (
+                ("events e", edits, TOP_EVENTS),
+                ("event_rows e INDEXED BY events_failed_commands", failed, TOP_FAILED))
         ]
     return {"project": project, "since": since_ts, "most_changed": changed,
-            "failing_commands": failing}
+            "failing_commands": _failing(rows, limit),
+            "capped": any(counted), "among": {"edits": TOP_EVENTS, "failed": TOP_FAILED}}
+
+
+def _relative(path: str, project: str | None) -> str | None:
+    """The path under the project's root, when it is there (the edits' own ``rel_path``
+    is relative to their session's root: reading it would unpack each)."""
+    root = (project or "").rstrip("/")
+    return path[len(root) + 1:] if root and path.startswith(root + "/") else None
+
+
+def _failing(rows: list[tuple[Any, ...]], limit: int) -> list[dict[str, Any]]:
+    """The command lines of failed commands (newest first) that failed more than once:
+    failures, sessions, and the newest failure's time, exit code, event and session."""
+    groups: dict[str, dict[str, Any]] = {}
+    for eid, sid, ts, command, code in rows:
+        if not isinstance(command, str):
+            continue
+        g = groups.get(command)
+        if g is None:  # the newest failure of this line (rows are newest first)
+            groups[command] = {"command": command, "failures": 1, "sessions": {sid},
+                               "last_ts": ts, "last_exit_code": code, "last_event_id": eid,
+                               "last_session_id": sid}
+            continue
+        g["failures"] += 1
+        g["sessions"].add(sid)
+        if (ts or "") > (g["last_ts"] or ""):
+            g.update(last_ts=ts, last_exit_code=code, last_event_id=eid, last_session_id=sid)
+    out = [{**g, "sessions": len(g["sessions"])} for g in groups.values() if g["failures"] > 1]
+    out.sort(key=lambda g: (-g["failures"], g["command"]))
+    return out[:limit]
 
 
 def search_facets(conn: apsw.Connection, q: str) -> dict[str, Any]:

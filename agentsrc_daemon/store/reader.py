@@ -332,8 +332,9 @@ class Reader:
             where.add("COALESCE(started_at, last_event_at) < ?", until_ts)
         if model:
             where.add("model=?", model)
-        for condition in activity.session_filters(has_findings, failed_commands):
-            where.add(condition)
+        for condition, values in activity.session_filters(
+                self.conn, self.db_path, has_findings, failed_commands):
+            where.add(condition, *values)
         match = compile_query(search) if search else None
         key = self.SESSION_SORTS[sort]
         if after is not None:
@@ -1162,7 +1163,7 @@ class Reader:
         return activity.live_sessions(self, since_ts, limit)
 
     def count_sessions(self, **filters: Any) -> int:
-        return activity.count_sessions(self.conn, **filters)
+        return activity.count_sessions(self.conn, self.db_path, **filters)
 
     def usage_blocks(self, since_ts: str, until_ts: str | None) -> dict[str, Any]:
         return breakdowns.usage_blocks(self.conn, since_ts, until_ts)

@@ -22,8 +22,8 @@ from typing import Any
 import apsw
 import orjson
 
-MAX_PAGE_EVENTS = 2000  # the session's own events read for one page (sub-agents' apart)
-MAX_SUBAGENT_EVENTS = 2000  # sub-agents' events shown under one page's turns
+MAX_PAGE_EVENTS = 500  # the session's own events read for one page (sub-agents' apart)
+MAX_SUBAGENT_EVENTS = 500  # sub-agents' events shown under one page's turns
 
 # What the view shows; usage, reasoning and turn boundaries are summed into their turn.
 KINDS = ("prompt", "directive", "message", "reasoning", "tool_call", "tool_result", "usage",

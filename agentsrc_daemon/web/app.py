@@ -41,18 +41,24 @@ ROUTES = [
 class Quiet:
     """The layer inside the guard: an error that escaped a page is logged by its type and the
     path's first segment only (a path can hold a session id or a file name, a message
-    transcript text), and answered 500."""
+    transcript text), and answered 500. Every answer says how long the server took to
+    start it (``Server-Timing: app;dur=<ms>``: the page's calls to the daemon and its
+    rendering; browsers show it, bench/web_pages.py measures it)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
+        t0 = time.perf_counter()
 
         async def tracked(message: dict[str, Any]) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                ms = (time.perf_counter() - t0) * 1000
+                message["headers"] = [*message.get("headers", []),
+                                      (b"server-timing", f"app;dur={ms:.2f}".encode())]
             await send(message)
 
         try:
