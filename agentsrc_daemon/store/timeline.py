@@ -50,6 +50,8 @@ def session_timeline(
             f" AND subagent_id IS NULL AND kind IN ({_IN_KINDS}) ORDER BY id LIMIT ?",
             (session_id, after_id, MAX_PAGE_EVENTS + 1)))
         turns, next_after = _split(rows, limit, after_id)
+        if turns and turns[0]["continued"]:
+            turns[0]["continued"] = _continues(conn, session_id, after_id, turns[0]["turn_id"])
         subagent_rows: list[tuple[Any, ...]] = []
         if turns:
             subagent_rows = _subagent_rows(conn, session_id, turns, next_after, after_id)
@@ -111,6 +113,20 @@ def _split(
         cur["rows"].append(row)
         last_id = eid
     return turns, next_after
+
+
+def _continues(
+    conn: apsw.Connection, session_id: str, after_id: int, turn_id: str | None
+) -> bool:
+    """Whether a page that starts without a prompt continues the turn of the page before
+    (one cut at MAX_PAGE_EVENTS): the row before it has the same turn id."""
+    if turn_id is None:
+        return False
+    row = conn.execute(
+        f"SELECT turn_id FROM events WHERE session_id = ? AND subagent_id IS NULL"
+        f" AND kind IN ({_IN_KINDS}) AND id <= ? ORDER BY id DESC LIMIT 1",
+        (session_id, after_id)).fetchone()
+    return row is not None and row[0] == turn_id
 
 
 def _subagent_rows(

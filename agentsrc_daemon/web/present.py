@@ -4,6 +4,7 @@ links to sessions and turns. Pure functions, registered as the templates' filter
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -144,6 +145,16 @@ def rel(path: Any, project: Any = None) -> str:
     return p
 
 
+HOME = os.path.expanduser("~").rstrip("/")
+
+
+def tilde(path: Any) -> str:
+    """A path under this user's home as ``~/...`` (shorter, and a screenshot does not
+    show where the home is); neutral."""
+    p = neutral(path)
+    return "~" + p[len(HOME):] if HOME and HOME != "/" and p.startswith(HOME + "/") else p
+
+
 def project_name(project: Any) -> str:
     p = neutral(project).rstrip("/\\")
     return p.replace("\\", "/").rsplit("/", 1)[-1] or p if p else ""
@@ -215,5 +226,5 @@ FILTERS = {
     "when": when, "local": local, "ago": ago, "duration_ms": duration_ms, "span": span,
     "num": num, "tokens_short": tokens_short, "size": size, "cost": cost,
     "session_url": session_url, "short_id": short_id, "rel": rel,
-    "project_name": project_name, "args_line": args_line, "marked": marked,
+    "project_name": project_name, "args_line": args_line, "marked": marked, "tilde": tilde,
 }
