@@ -21,6 +21,8 @@ from typing import Any
 import orjson
 import pytest
 
+from agentsrc_daemon.web.pages import TURNS_PER_PAGE
+
 from browser import WebServer, launch
 from corpus import copy_read_corpus
 from harness import DaemonProcess, wait_for
@@ -266,14 +268,14 @@ def test_a_session_page_shows_its_facts_turns_and_failed_commands(env: Env, page
         assert cmd.locator(".exit.failed").inner_text().strip() == str(failed["exit_code"])
     # The first page: as many turns as sessions.timeline's first page, numbered.
     page.goto(env.web.base + f"/sessions/{sid}")
-    timeline = env.call("sessions.timeline", {"id": sid, "limit": 20})
+    timeline = env.call("sessions.timeline", {"id": sid, "limit": TURNS_PER_PAGE})
     turns = page.locator("#turns article.turn")
     assert turns.count() == len(timeline["turns"])
     assert turns.first.get_attribute("id") == f"t{timeline['turns'][0]['first_event_id']}"
     assert turns.first.locator("header .anchor").inner_text().strip() == "turn 1"
     if timeline["next_after_id"]:
         page.click("a[rel=next]")
-        nxt = env.call("sessions.timeline", {"id": sid, "limit": 20,
+        nxt = env.call("sessions.timeline", {"id": sid, "limit": TURNS_PER_PAGE,
                                              "after_id": timeline["next_after_id"]})
         assert page.locator("#turns article.turn").first.get_attribute("id") == \
             f"t{nxt['turns'][0]['first_event_id']}"

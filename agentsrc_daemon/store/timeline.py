@@ -22,7 +22,7 @@ from typing import Any
 import apsw
 import orjson
 
-MAX_PAGE_EVENTS = 500  # the session's own events read for one page (sub-agents' apart)
+MAX_PAGE_EVENTS = 300  # the session's own events read for one page (sub-agents' apart)
 MAX_SUBAGENT_EVENTS = 500  # sub-agents' events shown under one page's turns
 
 # What the view shows; usage, reasoning and turn boundaries are summed into their turn.

@@ -18,7 +18,7 @@ LIVE_MINUTES = (5, 15, 60, 240, 1440)
 SESSION_SORTS = (("last", "latest activity"), ("started", "start"), ("tokens", "tokens"),
                  ("tools", "tool calls"))
 PAGE_SIZE = 50
-TURNS_PER_PAGE = 20
+TURNS_PER_PAGE = 10
 SEARCH_KINDS = ("prompt", "message", "command", "read", "edit", "tool_call", "title")
 
 
