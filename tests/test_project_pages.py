@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.rpc.methods import build_methods
-from agentsrc_daemon.store import Reader, reader, schema
+from agentsrc_daemon.store import Reader, schema
 from agentsrc_daemon.store.packing import pack
+from agentsrc_daemon.store.queries import events as event_pages
 
 from bigstore import BigStore, build
 from corpus import corpus_home
@@ -53,7 +54,7 @@ def _answers(rd: Reader, method: str, params: dict[str, Any], limit: int, *, arm
              monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     with monkeypatch.context() as m:
         if not arms:  # the query as it was: the project's OR, over the kind's index
-            m.setattr(reader, "_by_project_arms", lambda *a: False)
+            m.setattr(event_pages, "_by_project_arms", lambda *a: False)
         return list(_pages(rd, method, params, limit))
 
 

@@ -21,7 +21,7 @@ from agentsrc_daemon.errors import RpcError
 from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.rpc.methods import search_query
 from agentsrc_daemon.store import Batch, Reader, Store
-from agentsrc_daemon.store.reader import EVENT_HIT_JOINS
+from agentsrc_daemon.store.queries.search import EVENT_HIT_JOINS
 from agentsrc_daemon.store.search import QuerySyntaxError, compile_query, index_text, tokens
 from agentsrc_daemon.store.writer import SEARCH_CHUNK_IDS
 

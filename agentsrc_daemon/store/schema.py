@@ -218,7 +218,7 @@ PAGE_INDEXES = (
     "CREATE INDEX IF NOT EXISTS sessions_by_agent"
     " ON sessions(agent, COALESCE(last_event_at, started_at, '') DESC, id)",
     # A page of sessions says which have transcripts gone from disk: that looked up in
-    # the sources' rows read their (overflowing) adapter state (reader._session_dicts).
+    # the sources' rows read their (overflowing) adapter state (queries/sessions.session_dicts).
     "CREATE INDEX IF NOT EXISTS sources_gone ON sources(id, gone_at) WHERE gone_at IS NOT NULL",
     *(f"CREATE INDEX IF NOT EXISTS events_{kind}s_by_time ON events(COALESCE(ts, ''))"
       f" WHERE kind = '{kind}'" for kind in ("read", "edit", "command", "secret")),
