@@ -57,7 +57,7 @@ log = structlog.get_logger("agentsrc.daemon")
 
 ROOT_CHECK_INTERVAL_S = 2.0
 # A first catch-up at least this large builds the search index after it, in chunks, not
-# in its commits (Store.defer_search_index); config.Tuning overrides it for tests.
+# in its commits (SearchIndex.defer); config.Tuning overrides it for tests.
 SEARCH_DEFER_MIN_BACKLOG = 64 << 20
 # The service manager's status line is updated at most this often while catching up.
 STATUS_LINE_S = 2.0
@@ -237,7 +237,7 @@ class Daemon:
         phases.done("backlog")
         defer_from = self.cfg.tuning.search_defer_min_backlog
         if self.backlog.value[0] >= (SEARCH_DEFER_MIN_BACKLOG if defer_from is None else defer_from):
-            self.components.store.defer_search_index()
+            self.components.store.search_index.defer()
         self.board.store_ready.set()
         self.board.migration = None
         if server is None:
@@ -385,7 +385,7 @@ class Daemon:
     def _become_live(self) -> None:
         self.board.live = self.components.scheduler.live = self.timer.live = True
         self.backlog.progress = None
-        self.components.store.end_search_deferral()
+        self.components.store.search_index.end_deferral()
         self._release_memory()
         self.progress.live_since = time.time()
         if self._profile is not None:

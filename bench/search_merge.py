@@ -46,7 +46,7 @@ class Run:
 
 def _store(db: Path, events: int, policy: str) -> Store:
     store = Store(db)
-    store.defer_search_index()
+    store.search_index.defer()
     if policy == "automerge":
         store.conn.execute("INSERT INTO search_index(search_index, rank) VALUES('automerge', 4)")
     rng = random.Random(1)
@@ -62,7 +62,7 @@ def _store(db: Path, events: int, policy: str) -> Store:
             ))
         batch.cursors["/b.jsonl"] = Cursor("/b.jsonl", "claude-code", "jsonl", offset=start)
         store.commit(batch)
-    store.end_search_deferral()
+    store.search_index.end_deferral()
     return store
 
 
@@ -72,18 +72,18 @@ def _build(store: Store, policy: str, chunk: int) -> Run:
 
     def merge() -> None:
         t = time.perf_counter()
-        store.merge_search_step()
+        store.search_index.merge_step()
         merges.append(time.perf_counter() - t)
 
     t0 = time.perf_counter()
     while True:
-        if policy == "merge-first" and store.search_merge_due:
+        if policy == "merge-first" and store.search_index.merge_due:
             merge()
-        elif store.search_backlog():
+        elif store.search_index.backlog():
             t = time.perf_counter()
-            store.build_search_step(chunk)
+            store.search_index.build_step(chunk)
             chunks.append(time.perf_counter() - t)
-        elif policy != "automerge" and store.search_merge_due:
+        elif policy != "automerge" and store.search_index.merge_due:
             merge()
         else:
             break

@@ -23,7 +23,7 @@ from agentsrc_daemon.rpc.methods import search_query
 from agentsrc_daemon.store import Batch, Reader, Store
 from agentsrc_daemon.store.queries.search import EVENT_HIT_JOINS
 from agentsrc_daemon.store.search import QuerySyntaxError, compile_query, index_text, tokens
-from agentsrc_daemon.store.writer import SEARCH_CHUNK_IDS
+from agentsrc_daemon.store.search_index import SEARCH_CHUNK_IDS
 
 from corpus import corpus_home
 from fake_secrets import fragments
@@ -207,12 +207,12 @@ def test_an_existing_store_is_indexed_in_resumable_chunks(tmp_path: Path) -> Non
     s = Store(db)
     r = Reader(db)
     assert r.search_progress()["state"] == "building"
-    assert s.build_search_step(chunk=20) is True
+    assert s.search_index.build_step(chunk=20) is True
     s.close()  # killed between chunks: the committed chunk stays, the rest resumes
     s = Store(db)
     assert r.search_progress()["indexed_upto"] == 20
     commit(s, ev("prompt", "old new"))  # indexed by its commit while the build goes on
-    while s.build_search_step(chunk=20):
+    while s.search_index.build_step(chunk=20):
         pass
     assert r.search_progress() == {"state": "ready", "indexed_upto": 50, "target": 50}
     assert len(ids(r, "old")) == 51
@@ -230,7 +230,7 @@ def _index_rows(db: Path) -> list[tuple[int, str]]:
 
 
 def test_a_deferred_index_is_built_after_the_backfill_the_same(tmp_path: Path) -> None:
-    """A cold backfill leaves its events to the build (Store.defer_search_index); built,
+    """A cold backfill leaves its events to the build (SearchIndex.defer); built,
     the index holds exactly what indexing in every commit holds, a revision and a
     title included, and an event committed after the deferral ended is indexed by its
     commit."""
@@ -248,17 +248,17 @@ def test_a_deferred_index_is_built_after_the_backfill_the_same(tmp_path: Path) -
 
     s = Store(tmp_path / "deferred")
     r = Reader(tmp_path / "deferred")
-    assert s.defer_search_index() is True
+    assert s.search_index.defer() is True
     fill(s)
     assert ids(r, "deploy") == [None]  # the title only: indexed by its commit
     assert r.search_progress() == {"state": "building", "indexed_upto": 0, "target": 4}
     s.close()  # killed during the backfill: the backlog is in the store
     s = Store(tmp_path / "deferred")
-    assert s.search_backlog() and s.defer_search_index() is False  # a build is pending
-    s.end_search_deferral()
+    assert s.search_index.backlog() and s.search_index.defer() is False  # a build is pending
+    s.search_index.end_deferral()
     commit(s, ev("prompt", "after live", key="late"))
     assert ids(r, "after live") == [6]  # (id 5 went to the ignored revision row)
-    while s.build_search_step(chunk=2):
+    while s.search_index.build_step(chunk=2):
         pass
     assert r.search_progress() == {"state": "ready", "indexed_upto": 4, "target": 4}
     assert ids(r, "rate limiter", order="recent") == [4, 1]

@@ -17,6 +17,7 @@ from agentsrc_daemon.errors import DaemonNotRunning
 from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.store import Batch, Store
 from agentsrc_daemon.store.schema import connect
+from agentsrc_daemon.store.search_index import SEARCH_MERGE_PAGES
 from agentsrc_daemon.store.search_merge import (
     STRUCTURE_ROWID,
     STRUCTURE_V2_MARKER,
@@ -24,7 +25,6 @@ from agentsrc_daemon.store.search_merge import (
     StructureError,
     decode_structure,
 )
-from agentsrc_daemon.store.writer import SEARCH_MERGE_PAGES
 
 from harness import DaemonFactory, claude_line, claude_session, wait_for
 
@@ -133,15 +133,15 @@ def test_commits_leave_merging_to_the_steps_and_owe_fts5s_pages(tmp_path: Path) 
     store = Store(tmp_path / "a.db")
     config = dict(store.conn.execute("SELECT k, v FROM search_index_config"))
     assert config["automerge"] == 0
-    assert (store.search_merge_owed, store.merge_search_step(), store.search_merges) == (0, False, 0)
+    assert (store.search_index.merge_owed, store.search_index.merge_step(), store.search_index.merges) == (0, False, 0)
     # Each commit writes one segment of one leaf and merges nothing: 15 segments after
     # 15 commits (FTS5's automerge would have merged every 4).
     for i in range(15):
         store.commit(_prompts(3, 3 * i))
     assert _structure(store) == Structure(1, 15, 15)
     assert _segments_in_idx(store) == 15
-    assert store.search_merge_owed == 15  # one level x one leaf, per commit
-    assert not store.search_merge_due
+    assert store.search_index.merge_owed == 15  # one level x one leaf, per commit
+    assert not store.search_index.merge_due
     # The 16th is FTS5's crisis merge (16 on a level), which still runs in the commit.
     store.commit(_prompts(3, 45))
     assert _structure(store).segments == 1
@@ -151,22 +151,22 @@ def test_commits_leave_merging_to_the_steps_and_owe_fts5s_pages(tmp_path: Path) 
     s = _structure(store)
     assert (s.levels, s.segments) == (2, 10)
     # Two levels from the 17th commit on; the crises wrote no new leaves, they merged.
-    assert store.search_merge_owed == 15 + 2 * 15 + 2 * 8
-    assert not store.search_merge_due
+    assert store.search_index.merge_owed == 15 + 2 * 15 + 2 * 8
+    assert not store.search_index.merge_due
     store.commit(_prompts(3, 120))
     store.commit(_prompts(3, 123))
-    assert store.search_merge_owed == 65
-    assert store.search_merge_due
+    assert store.search_index.merge_owed == 65
+    assert store.search_index.merge_due
     # One step pays a step's pages: level 0's ten segments merged, and with them the two
     # small ones of level 1 (FTS5 promotes a merge's output beside segments no larger).
-    assert store.merge_search_step() is True
-    assert (store.search_merges, store.search_merge_owed) == (1, 65 - SEARCH_MERGE_PAGES)
+    assert store.search_index.merge_step() is True
+    assert (store.search_index.merges, store.search_index.merge_owed) == (1, 65 - SEARCH_MERGE_PAGES)
     assert _structure(store) == Structure(2, 1, 1)
     assert _segments_in_idx(store) == 1
     # No level holds 4 segments: a step finds nothing, writes nothing, clears the debt.
     frames = store.wal_pages
-    assert store.merge_search_step() is False
-    assert (store.search_merges, store.search_merge_owed, store.wal_pages) == (1, 0, frames)
+    assert store.search_index.merge_step() is False
+    assert (store.search_index.merges, store.search_index.merge_owed, store.wal_pages) == (1, 0, frames)
     # Merged or not, the index answers the same.
     assert _hits(store, "shared") == 126
     assert _hits(store, "token77") == 1
@@ -182,37 +182,37 @@ def _fifteen_segments(db: Path) -> Store:
 
 def test_a_step_does_a_bounded_part_of_a_merge(tmp_path: Path) -> None:
     small = _fifteen_segments(tmp_path / "b.db")
-    assert small.merge_search_step(pages=1) is True
+    assert small.search_index.merge_step(pages=1) is True
     # One page of work starts the merge of level 0 and leaves it half done: the inputs
     # are still there (trimmed) beside the output's first leaves.
     assert _structure(small).segments == 16
     steps = 1
-    while small.merge_search_step(pages=1):
+    while small.search_index.merge_step(pages=1):
         steps += 1
     assert steps >= 20
     assert _structure(small).segments == 1
     assert _hits(small, "shared") == 3000
     # A step of the daemon's size does the same merge at once.
     whole = _fifteen_segments(tmp_path / "b2.db")
-    assert whole.merge_search_step() is True
+    assert whole.search_index.merge_step() is True
     assert _structure(whole).segments == 1
-    assert whole.merge_search_step() is False
+    assert whole.search_index.merge_step() is False
     assert _hits(whole, "w2999x7") == _hits(small, "w2999x7") == 1
 
 
 def test_an_unknown_structure_owes_a_step_per_write(tmp_path: Path) -> None:
     store = Store(tmp_path / "c.db")
     store.commit(_prompts(3, 0))
-    assert store.search_merge_owed == 1  # one level x one leaf
+    assert store.search_index.merge_owed == 1  # one level x one leaf
     store.conn.execute(
         "UPDATE search_index_data SET block = x'00000001ff' WHERE id = ?", (STRUCTURE_ROWID,)
     )
-    assert store._search_structure() is None
+    assert store.search_index.structure() is None
     # A write (FTS5 itself could not write over that record: the owing alone is shown).
-    store._search_written = True
-    store._owe_search_merge()
-    assert store.search_merge_owed == 1 + SEARCH_MERGE_PAGES
-    assert store.search_merge_due
+    store.search_index._written = True
+    store.search_index.owe_merge()
+    assert store.search_index.merge_owed == 1 + SEARCH_MERGE_PAGES
+    assert store.search_index.merge_due
 
 
 def test_the_daemon_merges_the_index_between_live_appends(

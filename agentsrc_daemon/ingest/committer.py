@@ -21,8 +21,8 @@ import structlog
 from ..rpc.transport import Hub
 from ..store import Batch, Store
 from ..store import sink as sink_store
+from ..store.search_index import SEARCH_CHUNK_IDS
 from ..store.wal_upkeep import STORE_WRITE_ERRORS, WalUpkeep
-from ..store.writer import SEARCH_CHUNK_IDS
 from .queue import SourceQueue
 from .round import Ingestor
 from .steps import StepTimer
@@ -137,8 +137,8 @@ class Committer:
             with self.timer.step("publish"):
                 self.hub.publish(inserted.rows())
         self._after_write()
-        store = self.store
-        if store.search_merge_owed >= SEARCH_MERGE_FORCE_STEPS * store.search_merge_pages:
+        index = self.store.search_index
+        if index.merge_owed >= SEARCH_MERGE_FORCE_STEPS * index.merge_pages:
             self.merge_search()  # no quiet moment came: a step after each commit
         return True
 
@@ -170,11 +170,11 @@ class Committer:
         )
 
     def merge_search(self) -> None:
-        """One step of merging the search index's segments (Store.merge_search_step),
+        """One step of merging the search index's segments (SearchIndex.merge_step),
         when no file waits, or after a commit once SEARCH_MERGE_FORCE_STEPS are owed."""
         try:
             with self.timer.step("search_merge"):
-                self.store.merge_search_step()
+                self.store.search_index.merge_step()
         except STORE_WRITE_ERRORS as exc:  # nothing is lost: the segments stay as they are
             delay = self.errors.failed(exc)
             log.warning("search_merge_failed", error=type(exc).__name__,
@@ -187,7 +187,7 @@ class Committer:
         own transaction). Whether more is left; None when the store refused it."""
         try:
             with self.timer.step("search_index_step"):
-                more = self.store.build_search_step(self.search_chunk_ids)
+                more = self.store.search_index.build_step(self.search_chunk_ids)
         except STORE_WRITE_ERRORS as exc:
             delay = self.errors.failed(exc)
             log.warning("search_index_step_failed", error=type(exc).__name__,
@@ -200,13 +200,13 @@ class Committer:
         """When nothing is queued: one step of the search index's deferred work, the
         merging owed first, then a chunk of the build (``built`` is called once the
         build is over: what it held goes back to the OS). Whether a step ran."""
-        if self.store.search_merge_due:
+        if self.store.search_index.merge_due:
             # Before the build's next chunk: each chunk owes merging (several leaves
             # per level), and left to pile up the build's segments would meet FTS5's
             # crisis merge, 16 segments of a level merged at once inside one chunk.
             self.merge_search()
             return True
-        if self.store.search_backlog():
+        if self.store.search_index.backlog():
             # The search index of the events stored before it existed: one chunk (its
             # own transaction) at a time, when no file is waiting.
             if self.build_search_step() is False:

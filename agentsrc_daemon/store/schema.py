@@ -53,7 +53,6 @@ class WalBound:
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.pages = 0
-        self.last_ms = 0.0  # the time of the checkpoint the last check ran (0: none)
         conn.set_wal_hook(self._committed)
 
     def _committed(self, conn: apsw.Connection, name: str, pages: int) -> int:
@@ -66,14 +65,11 @@ class WalBound:
 
     def check(self, conn: apsw.Connection) -> None:
         """After a commit: checkpoint if the WAL holds a quarter of its bound."""
-        self.last_ms = 0.0
         if not self.due:
             return
-        t0 = time.perf_counter()
         if (restart_checkpoint_within(conn, WAL_HARD_BUSY_MS) if self.pages >= WAL_HARD_PAGES
                 else restart_checkpoint(conn)):
             self.pages = 0
-        self.last_ms = round((time.perf_counter() - t0) * 1000, 1)
 
 
 def restart_checkpoint(conn: apsw.Connection, busy_ms: int = WAL_RESTART_BUSY_MS) -> bool:
@@ -854,7 +850,7 @@ MIGRATIONS: list[str | ChunkedMigration] = [
     # touched. A DROP of a 20,000-row index: milliseconds, no chunks.
     "DROP INDEX IF EXISTS sessions_last;",
     # 14 -> 15: the search index's segments are merged by the ingest loop in small
-    # steps when no append waits (Store.merge_search_step), not by FTS5 inside the
+    # steps when no append waits (SearchIndex.merge_step), not by FTS5 inside the
     # commits that write to it: its automerge did 64 pages per level of the index at
     # once, 40-50 ms of CPU in one live commit in 50 at 10 million events. The setting
     # lives in the index's own config table; its crisis merge (16 segments on a level)

@@ -5,7 +5,7 @@ commit that crosses a 64-leaf boundary ('automerge'): 64 pages per level of the 
 once, 40-50 ms of CPU inside one live commit at 10 million events. Since schema 15 its
 automerge is off and the writer owes the same work instead: ``levels x leaves written``
 pages for each transaction that wrote to the index (FTS5's rule), paid by
-``Store.merge_search_step`` in steps of ``SEARCH_MERGE_PAGES`` when the ingest loop has no
+``SearchIndex.merge_step`` (store/search_index.py) in steps of ``SEARCH_MERGE_PAGES`` when the ingest loop has no
 append waiting. Paced, not eager: a store can hold a large merge half done (the 10M
 bench store does: tens of thousands of pages), and merging it all at the first quiet
 moment would cost seconds of CPU that FTS5 itself spreads over the writes to come.

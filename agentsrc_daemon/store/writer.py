@@ -53,17 +53,8 @@ from .schema import (
     migrate,
     secure_file,
 )
-from .search import INDEXED_KINDS, body_of, index_text
-from .search_merge import STRUCTURE_ROWID, Structure, StructureError, decode_structure
+from .search_index import SearchIndex
 
-# Event ids indexed per transaction by the index build (build_search_step): about 60 ms
-# of work on a loaded 2-core machine, so an append waits for little while it runs.
-SEARCH_CHUNK_IDS = 5_000
-SEARCH_CHUNK_TEXT_BYTES = 4 << 20  # and at most about this much text
-# Pages of the search index merged per step (merge_search_step): about 6 ms of CPU,
-# what an append that arrives during one waits at most.
-SEARCH_MERGE_PAGES = 64
-_INDEXED = frozenset(INDEXED_KINDS)
 # Session and turn keys the writer remembers (of each; then it starts over): the ids of
 # the files being read, far more than a commit meets.
 KEYS_REMEMBERED = 4096
@@ -153,21 +144,8 @@ class Store:
         # The integer keys of session and turn ids (schema 16), as committed: emptied
         # when a commit fails (its new keys were rolled back with it).
         self._keys: dict[str, dict[str, int]] = {table: {} for table in KEY_TABLES}
-        self._search_done, self._search_target = self._search_progress()
-        # Off only to measure what the index costs (bench/run.py backfill-index).
-        self._index_on = os.environ.get("AGENTSRC_SEARCH_INDEX", "1") != "0"
-        self._index_deferred = False  # see defer_search_index
-        # The search index's merging (store/search_merge.py): pages owed, the leaves
-        # the structure held when last read, and whether this transaction wrote to it.
-        self._search_merge_owed = 0
-        structure = self._search_structure()
-        self._search_leaves = structure.leaves if structure is not None else 0
-        self._search_written = False
-        self.search_merges = 0  # steps that merged, for tests and the bench
-        # A step's pages (AGENTSRC_SEARCH_MERGE_PAGES: smaller steps, for tests).
-        self.search_merge_pages = int(
-            os.environ.get("AGENTSRC_SEARCH_MERGE_PAGES") or SEARCH_MERGE_PAGES
-        )
+        # The full-text index's writes in the commits, its build and its merging.
+        self.search_index = SearchIndex(self.conn, self._wal)
 
     def close(self) -> None:
         self.conn.close()
@@ -176,12 +154,6 @@ class Store:
     def wal_pages(self) -> int:
         """The frames in the WAL after the last commit (its WAL hook's count)."""
         return self._wal.pages
-
-    @property
-    def checkpoint_ms(self) -> float:
-        """The WAL checkpoint the last commit (or check_wal) ran, in ms (0: none; see
-        WalBound)."""
-        return self._wal.last_ms
 
     @property
     def wal_due(self) -> bool:
@@ -357,14 +329,14 @@ class Store:
         except BaseException:
             self._rolled_back()
             raise
-        self._owe_search_merge()
+        self.search_index.owe_merge()
         if check_wal:
             self._wal.check(self.conn)
         return inserted
 
     def _rolled_back(self) -> None:
         """What the writer remembers of a commit that did not happen is forgotten."""
-        self._search_written = False
+        self.search_index.rolled_back()
         for keys in self._keys.values():
             keys.clear()
 
@@ -377,7 +349,7 @@ class Store:
             for facts in coalesce_facts(batch.sessions):
                 self._merge_session(facts)
                 if facts.title is not None:
-                    self._index_title(facts.session_id)
+                    self.search_index.index_title(facts.session_id)
             for sid, root in batch.project_roots.items():
                 self.conn.execute(
                     "UPDATE sessions SET project_root=? WHERE id=? AND project_root IS NULL",
@@ -399,10 +371,7 @@ class Store:
             tally: dict[str, _SessionTally] = {}
             inserted = self._insert_events(batch, tally)
             self._apply_tally(tally)
-            if self._index_deferred:
-                self._extend_search_backlog(inserted.events)
-            else:
-                self._index_events(inserted.events)
+            self.search_index.add(inserted.events)
             if inserted:
                 self.conn.execute(
                     "UPDATE counters SET value = value + ? WHERE name = 'events'",
@@ -438,216 +407,6 @@ class Store:
             for cursor in batch.cursors.values():
                 self._save_cursor(cursor)
         return inserted
-
-    # ---- the search index (store/search.py) ----------------------------------------
-
-    def _search_progress(self) -> tuple[int, int]:
-        values = dict(
-            self.conn.execute(
-                "SELECT name, value FROM counters WHERE name IN ('search_done', 'search_target')"
-            )
-        )
-        return int(values.get("search_done", 0)), int(values.get("search_target", 0))
-
-    def _is_indexed(self, event_id: int) -> bool:
-        """Events stored before the index existed are indexed by the build, in id order;
-        every event stored since is indexed by its commit."""
-        return event_id > self._search_target or event_id <= self._search_done
-
-    def _index_events(self, events: list[tuple[int, Row]]) -> None:
-        if not self._index_on:
-            return
-        values = []
-        for eid, r in events:
-            if r.kind not in _INDEXED:
-                continue
-            body = body_of(r.kind, r.tool, r.path, r.data)
-            if body:
-                values.append((eid, index_text(body)))
-        if values:
-            self.conn.executemany("INSERT INTO search_index(rowid, body) VALUES(?,?)", values)
-            self._search_written = True
-
-    def _index_title(self, session_id: str) -> None:
-        """A session's title, indexed under minus its search_titles id when it changed."""
-        if not self._index_on:
-            return
-        row = self.conn.execute("SELECT title FROM sessions WHERE id=?", (session_id,)).fetchone()
-        title = row[0] if row else None
-        known = self.conn.execute(
-            "SELECT id, title FROM search_titles WHERE session_id=?", (session_id,)
-        ).fetchone()
-        if known is not None and known[1] == title:
-            return
-        if known is None:
-            got = self.conn.execute(
-                "INSERT INTO search_titles(session_id, title) VALUES(?,?) RETURNING id",
-                (session_id, title),
-            ).fetchone()
-            assert got is not None
-            tid = int(got[0])
-        else:
-            tid = int(known[0])
-            self.conn.execute("UPDATE search_titles SET title=? WHERE id=?", (title, tid))
-            self.conn.execute("DELETE FROM search_index WHERE rowid=?", (-tid,))
-        if title:
-            self.conn.execute(
-                "INSERT INTO search_index(rowid, body) VALUES(?,?)", (-tid, index_text(title))
-            )
-        self._search_written = True
-
-    def defer_search_index(self) -> bool:
-        """A cold backfill: from now on commits leave their events to the index build
-        (``build_search_step``, run once nothing is pending), which indexes them in
-        id-ranged chunks: the backfill does not pay for the index on the daemon's thread,
-        and the index is the same once built. Each commit moves the build's target in its
-        own transaction, so a crash leaves a backlog the next start builds. Only when no
-        build is pending (the chunks' high-water mark must cover every id before the
-        first deferred one). Returns whether the index is deferred."""
-        if not self._index_on or self._index_deferred or self.search_backlog():
-            return self._index_deferred
-        row = self.conn.execute(
-            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event_rows'), 0)"
-        ).fetchone()
-        last = int(row[0]) if row else 0
-        with self.conn:
-            self.conn.execute(
-                "UPDATE counters SET value=? WHERE name IN ('search_done', 'search_target')",
-                (last,),
-            )
-        self._search_done = self._search_target = last
-        self._index_deferred = True
-        return True
-
-    def end_search_deferral(self) -> None:
-        """Commits index their events again (the build still owes the deferred ones)."""
-        self._index_deferred = False
-
-    def _extend_search_backlog(self, events: list[tuple[int, Row]]) -> None:
-        """A deferred commit: its events join the build's backlog (ids only grow)."""
-        if not events:
-            return
-        last = events[-1][0]
-        if last > self._search_target:
-            self.conn.execute("UPDATE counters SET value=? WHERE name='search_target'", (last,))
-            self._search_target = last
-
-    def search_backlog(self) -> bool:
-        """Events stored before the search index existed that it does not hold yet."""
-        return self._search_done < self._search_target
-
-    def build_search_step(self, chunk: int = SEARCH_CHUNK_IDS) -> bool:
-        """Index the next id range of the events stored before the index existed, in its
-        own transaction with the high-water mark (so a kill -9 resumes where the last
-        committed chunk ended). The first step indexes the sessions' titles. Returns
-        whether more remains."""
-        if not self.search_backlog():
-            return False
-        lo = self._search_done
-        hi = min(lo + chunk, self._search_target)
-        with self.conn:
-            titles = self.conn.execute(
-                "SELECT value FROM counters WHERE name = 'search_titles_done'"
-            ).fetchone()
-            if titles is not None and not titles[0]:
-                for (sid,) in list(
-                    self.conn.execute(
-                        "SELECT id FROM sessions WHERE title IS NOT NULL"
-                        " AND id NOT IN (SELECT session_id FROM search_titles)"
-                    )
-                ):
-                    self._index_title(sid)
-                self.conn.execute("UPDATE counters SET value=1 WHERE name='search_titles_done'")
-            kinds = ",".join(f"'{k}'" for k in INDEXED_KINDS)
-            values = []
-            text_bytes = 0
-            for eid, kind, tool, path, data in self.conn.execute(
-                f"SELECT id, kind, tool, path, data FROM events WHERE id > ? AND id <= ?"
-                f" AND kind IN ({kinds}) ORDER BY id",
-                (lo, hi),
-            ):
-                body = body_of(kind, tool, path, data)
-                if body:
-                    text = index_text(body)
-                    values.append((eid, text))
-                    text_bytes += len(text)
-                    if text_bytes >= SEARCH_CHUNK_TEXT_BYTES:
-                        # Long texts: the chunk ends here, its postings a few MiB of WAL
-                        # (5,000 texts of 12 KB made one transaction of 85 MiB).
-                        hi = eid
-                        break
-            if values:
-                self.conn.executemany("INSERT INTO search_index(rowid, body) VALUES(?,?)", values)
-                self._search_written = True
-            self.conn.execute("UPDATE counters SET value=? WHERE name='search_done'", (hi,))
-        self._owe_search_merge()
-        self._wal.check(self.conn)
-        self._search_done = hi
-        return self.search_backlog()
-
-    def _search_structure(self) -> Structure | None:
-        """The index's structure record, decoded (None: a format this code does not know,
-        from a later SQLite)."""
-        row = self.conn.execute(
-            "SELECT block FROM search_index_data WHERE id = ?", (STRUCTURE_ROWID,)
-        ).fetchone()
-        if row is None:
-            return Structure(0, 0, 0)  # nothing indexed yet
-        try:
-            return decode_structure(bytes(row[0]))
-        except StructureError:
-            return None
-
-    def _owe_search_merge(self) -> None:
-        """After a transaction: what it owes the search index's merging, by FTS5's own
-        rule (levels x leaves written; its segments are written at commit). A structure
-        this code cannot read owes a step per write (a little more merging than FTS5's)."""
-        if not self._search_written:
-            return
-        self._search_written = False
-        structure = self._search_structure()
-        if structure is None:
-            self._search_merge_owed += self.search_merge_pages
-            return
-        written = structure.leaves - self._search_leaves
-        self._search_leaves = structure.leaves
-        if written > 0:
-            self._search_merge_owed += written * structure.levels
-
-    @property
-    def search_merge_due(self) -> bool:
-        """The writes since the last merge step owe at least one step's pages."""
-        return self._search_merge_owed >= self.search_merge_pages
-
-    @property
-    def search_merge_owed(self) -> int:
-        """Pages of merging the search index's writes owe (store/search_merge.py)."""
-        return self._search_merge_owed
-
-    def merge_search_step(self, pages: int | None = None) -> bool:
-        """About ``pages`` (default ``search_merge_pages``) pages of merging of the search
-        index's segments, in a transaction of its own (store/search_merge.py: FTS5's
-        automerge is off since schema 15, and the ingest loop runs this when no append
-        waits). FTS5 merges a level once it holds ``usermerge`` (4) segments, resuming a
-        merge it left half done; a step that finds no such level writes nothing and
-        clears the debt. Returns whether it merged."""
-        pages = pages or self.search_merge_pages
-        with self.conn:
-            before = self.conn.total_changes()
-            self.conn.execute(
-                "INSERT INTO search_index(search_index, rank) VALUES('merge', ?)", (pages,)
-            )
-            # The command counts as one change of its own; a merge's writes add theirs.
-            merged = self.conn.total_changes() - before > 1
-        structure = self._search_structure()  # the merge's leaves are not a write's
-        if structure is not None:
-            self._search_leaves = structure.leaves
-        if merged:
-            self.search_merges += 1
-            self._search_merge_owed = max(0, self._search_merge_owed - pages)
-        else:
-            self._search_merge_owed = 0
-        return merged
 
     def _merge_session(self, f: SessionFacts) -> None:
         """The facts merged into the session's row by their rules. Only the columns whose
@@ -872,7 +631,7 @@ class Store:
                     "UPDATE event_rows SET packed=?, revision=? WHERE id=?",
                     (r.packed, r.revision, eid),
                 )
-                self._reindex(eid, r)
+                self.search_index.reindex(eid, r)
                 self._count(owner, s_kind, s_data, tally, -1)
                 self._count(owner, r.kind, r.data, tally, 1)
             if holder != owner:
@@ -893,7 +652,7 @@ class Store:
              r.ts, self._source_ids[r.source_path], r.offset, packed, revision, eid),
         )
         if revision == r.revision and r.data != s_data:
-            self._reindex(eid, r)
+            self.search_index.reindex(eid, r)
         self.conn.execute(
             "DELETE FROM event_copy_rows WHERE event_id=? AND session_key=?",
             (eid, self._keys_of("session_keys", {r.session_id})[r.session_id]),
@@ -927,13 +686,6 @@ class Store:
                     for eid, sid, turn, sub in copies
                 ],
             )
-
-    def _reindex(self, event_id: int, r: Row) -> None:
-        """The indexed text follows the event's latest version."""
-        if r.kind in _INDEXED and self._is_indexed(event_id):
-            self.conn.execute("DELETE FROM search_index WHERE rowid=?", (event_id,))
-            self._search_written = True
-            self._index_events([(event_id, r)])
 
     def _count(
         self, sid: str, kind: str, data: bytes, tally: dict[str, _SessionTally], sign: int
