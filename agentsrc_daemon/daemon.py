@@ -47,7 +47,7 @@ from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
 from .store import Reader, Store, schema
 from .store import sink as sink_store
-from .store.checkpoint import Checkpointer
+from .store.wal import Checkpointer
 from .store.wal_upkeep import WalUpkeep
 from .system.datadir import acquire_lock
 from .system.memory import limit_arenas, release_after_backfill

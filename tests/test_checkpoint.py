@@ -1,4 +1,4 @@
-"""The checkpointer thread (store/checkpoint.py) on a real SQLite file: it copies the
+"""The checkpointer thread (store/wal.py) on a real SQLite file: it copies the
 WAL into the database off the writer's thread, so the writer's next commit starts the
 log over and the file stops growing, with no checkpoint run by the writer."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agentsrc_daemon.store.checkpoint import Checkpointer
 from agentsrc_daemon.store.schema import PAGE_SIZE, connect
+from agentsrc_daemon.store.wal import Checkpointer
 
 
 def _writer(db: Path):  # type: ignore[no-untyped-def]

@@ -18,8 +18,8 @@ from collections.abc import Callable
 import apsw
 import structlog
 
-from .checkpoint import CHECKPOINT_HURRY_PAGES, CHECKPOINT_MIN_PAGES, Checkpointer
 from .schema import WAL_CHECKPOINT_PAGES, WAL_FORCE_PAGES
+from .wal import CHECKPOINT_HURRY_PAGES, CHECKPOINT_MIN_PAGES, Checkpointer
 from .writer import Store
 
 log = structlog.get_logger("agentsrc.daemon")
