@@ -45,8 +45,9 @@ from .ingest.steps import StartPhases, StepTimer
 from .ingest.watch import DirtySet, Watcher
 from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
-from .store import Reader, Store, schema
+from .store import Reader, Store
 from .store import sink as sink_store
+from .store.migrations.runner import chunked_pending
 from .store.wal import Checkpointer
 from .store.wal_upkeep import WalUpkeep
 from .system.datadir import acquire_lock
@@ -217,7 +218,7 @@ class Daemon:
         gc.callbacks.append(self.timer.on_gc)
         lock_fd = acquire_lock(self.cfg.data_dir, self.cfg.lock_path)
         server = None
-        pending = schema.chunked_pending(self.cfg.db_path)
+        pending = chunked_pending(self.cfg.db_path)
         if pending is not None:
             # A migration that rewrites every event: the socket answers status (with
             # its progress) from the start; other queries wait for the store.

@@ -70,7 +70,8 @@ from agentsrc_daemon.ingest.stages import build_stages
 from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.store import Batch, Store, packing, utc_now
 from agentsrc_daemon.store.batch import Row, prepare
-from agentsrc_daemon.store.schema import SCHEMA_VERSION, compact
+from agentsrc_daemon.store.connection import compact
+from agentsrc_daemon.store.migrations.versions import SCHEMA_VERSION
 
 # bench/ is this script's own directory (on the path)
 from replicate import _SPLIT, CorpusFile, _render, _substitute, copy_rel, load_corpus, write_copy  # noqa: E501

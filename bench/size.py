@@ -31,7 +31,7 @@ import apsw
 import orjson
 from run import REPO, Daemon, make_home  # bench/ is this script's own directory: on the path
 
-from agentsrc_daemon.store.schema import compact
+from agentsrc_daemon.store.connection import compact
 
 
 def dbstat(db: Path) -> tuple[int, dict[str, int], int]:
@@ -322,7 +322,7 @@ def bench_migrate_store(
 def keep_build(store: Path, data: Path, keep: Path) -> None:
     """The migrated copy moved to ``keep``/data, with the build's meta.json (beside
     ``store``) brought to this schema."""
-    from agentsrc_daemon.store.schema import SCHEMA_VERSION
+    from agentsrc_daemon.store.migrations.versions import SCHEMA_VERSION
 
     (keep / "data").mkdir(parents=True, mode=0o700, exist_ok=True)
     for name in ("agentsrc.db", "hash.key"):

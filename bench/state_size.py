@@ -27,7 +27,7 @@ import orjson
 from agentsrc_daemon.ingest import sources
 from agentsrc_daemon.ingest.cursor import SIDECAR_KEY
 from agentsrc_daemon.store import packing
-from agentsrc_daemon.store.schema import connect
+from agentsrc_daemon.store.connection import connect
 
 
 def _deflate(level: int, zdict: bytes = b"") -> Callable[[bytes], bytes]:

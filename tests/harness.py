@@ -19,7 +19,9 @@ import orjson
 
 from agentsrc_daemon.errors import DaemonNotRunning
 from agentsrc_daemon.rpc.client import Client
-from agentsrc_daemon.store.schema import connect, run_migration
+from agentsrc_daemon.store.connection import connect
+from agentsrc_daemon.store.migrations.runner import run_migration
+from agentsrc_daemon.store.migrations.versions import MIGRATIONS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -267,7 +269,7 @@ def schema_copy(fresh_db: Path, out_db: Path, version: int) -> None:
     count them twice) and put back after."""
     conn = connect(out_db)
     for v in range(version):
-        run_migration(conn, v)
+        run_migration(conn, MIGRATIONS[v])
     assert conn.execute("PRAGMA user_version").fetchone() == (version,)
     conn.execute("ATTACH DATABASE ? AS fresh", (str(fresh_db),))
     with conn:

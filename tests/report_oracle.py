@@ -8,7 +8,7 @@ from typing import Any
 
 import apsw
 
-from agentsrc_daemon.store.schema import USAGE_FIELDS
+from agentsrc_daemon.store.vocabulary import USAGE_FIELDS
 from agentsrc_daemon.store.where import Where
 
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from agentsrc_daemon.store import packing
-from agentsrc_daemon.store.schema import SCHEMA_VERSION
+from agentsrc_daemon.store.migrations.versions import SCHEMA_VERSION
 
 from bigstore import DB_NAME, Appended, BigStore, build, checkout, migrated_copy
 from corpus import corpus_home, source_files

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agentsrc_daemon.store.schema import PAGE_SIZE, connect
+from agentsrc_daemon.store.connection import PAGE_SIZE, connect
 from agentsrc_daemon.store.wal import Checkpointer
 
 

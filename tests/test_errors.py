@@ -15,7 +15,7 @@ import pytest
 from agentsrc_daemon import errors
 from agentsrc_daemon.errors import AgentsrcError, NotPrivate
 from agentsrc_daemon.rpc.transport import prepare_socket_dir
-from agentsrc_daemon.store.schema import SCHEMA_VERSION
+from agentsrc_daemon.store.migrations.versions import SCHEMA_VERSION
 from agentsrc_daemon.system.datadir import ensure_private_dir
 
 from harness import DaemonProcess

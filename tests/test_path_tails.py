@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.derive.projects import relative_to_project, resolve_path
-from agentsrc_daemon.store.schema import PATH_TAIL
+from agentsrc_daemon.store.vocabulary import PATH_TAIL
 from agentsrc_daemon.store.where import Where, path_filter, relative_tail
 
 # Names with the characters that matter: case, dots, both separators, LIKE's wildcards

@@ -22,7 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.rpc.methods import build_methods
-from agentsrc_daemon.store import Reader, schema
+from agentsrc_daemon.store import Reader
+from agentsrc_daemon.store.connection import connect
+from agentsrc_daemon.store.migrations.chunked import ADD_PROJECT_INDEXES, PROJECT_INDEXES
+from agentsrc_daemon.store.migrations.runner import migrate, run_migration
+from agentsrc_daemon.store.migrations.versions import MIGRATIONS
 from agentsrc_daemon.store.packing import pack
 from agentsrc_daemon.store.queries import events as event_pages
 
@@ -121,13 +125,13 @@ def _build(db: Path, sessions: list[tuple[str, str | None, str | None]], events:
     """A store at the current schema (an empty one migrated once, copied) with these rows."""
     if not _EMPTY:
         first = db.with_name("empty.db")
-        conn = schema.connect(first)
-        schema.migrate(conn)
+        conn = connect(first)
+        migrate(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
         _EMPTY.append(first.read_bytes())
     db.write_bytes(_EMPTY[0])
-    conn = schema.connect(db)
+    conn = connect(db)
     with conn:
         conn.execute("INSERT INTO sources(id, path, adapter, mode) VALUES (1, '/t.jsonl', 'codex', 'jsonl')")
         for sid, root, cwd in sessions:
@@ -201,30 +205,27 @@ def test_a_session_tail_alone_is_not_membership(tmp_path: Path) -> None:
 
 
 def test_the_project_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None:
-    """The project indexes (schema.PROJECT_INDEXES) are built one per transaction: a
+    """The project indexes (migrations/chunked.PROJECT_INDEXES) are built one per transaction: a
     migration stopped in the third (as a kill -9 leaves it: two committed, the third
     rolled back) keeps the schema version, and the next run builds the rest with its
     progress, bumps the version and drops its counters; the indexes are the arms'."""
-    at = schema.MIGRATIONS.index(schema.ADD_PROJECT_INDEXES)
-    conn = schema.connect(tmp_path / "db")
+    at = MIGRATIONS.named(ADD_PROJECT_INDEXES.name).version - 1
+    conn = connect(tmp_path / "db")
     for v in range(at):
-        schema.run_migration(conn, v)
-    names = [sql.split()[5] for sql in schema.PROJECT_INDEXES]  # CREATE INDEX IF NOT EXISTS <name>
+        run_migration(conn, MIGRATIONS[v])
+    names = [sql.split()[5] for sql in PROJECT_INDEXES]  # CREATE INDEX IF NOT EXISTS <name>
     assert names == ["events_reads_by_session", "events_edits_by_session", "events_commands_by_session",
                      "events_project_roots"]
-    real_step = schema.ADD_PROJECT_INDEXES.step
+    real_step = ADD_PROJECT_INDEXES.step
 
     def dies_at_the_third(c: apsw.Connection, after: int, upto: int) -> None:
         if after == 2:
             raise KeyboardInterrupt  # what a kill leaves: this step's transaction undone
         real_step(c, after, upto)
 
-    schema.MIGRATIONS[at] = dataclasses.replace(schema.ADD_PROJECT_INDEXES, step=dies_at_the_third)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            schema.run_migration(conn, at)
-    finally:
-        schema.MIGRATIONS[at] = schema.ADD_PROJECT_INDEXES
+    broken = dataclasses.replace(ADD_PROJECT_INDEXES, step=dies_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        run_migration(conn, dataclasses.replace(MIGRATIONS[at], body=broken))
 
     def indexes() -> set[str]:
         return {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
@@ -234,7 +235,7 @@ def test_the_project_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> N
     assert dict(conn.execute("SELECT name, value FROM counters WHERE name LIKE 'project_indexes%'")) == {
         "project_indexes_done": 2, "project_indexes_target": 4}
     steps: list[tuple[str, int, int]] = []
-    schema.run_migration(conn, at, progress=lambda n, d, t: steps.append((n, d, t)))
+    run_migration(conn, MIGRATIONS[at], progress=lambda n, d, t: steps.append((n, d, t)))
     assert set(names) <= indexes()
     assert conn.execute("PRAGMA user_version").fetchone() == (at + 1,)
     assert list(conn.execute("SELECT name FROM counters WHERE name LIKE 'project_indexes%'")) == []

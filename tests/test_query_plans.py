@@ -27,7 +27,7 @@ BIG_TABLES = frozenset({
     "search_titles", "sink_revised", "sink_sessions", "event_rows", "session_keys", "turn_keys",
     "event_copy_rows", "turn_rows",
 })
-# The aliases inside the views of schema 16 (schema.EVENTS_VIEW, EVENT_COPIES_VIEW,
+# The aliases inside the views of schema 16 (migrations/chunked.EVENTS_VIEW, EVENT_COPIES_VIEW,
 # TURNS_VIEW), as plans name them.
 VIEW_ALIASES = {"er": "events", "esk": "session_keys", "etk": "turn_keys", "eak": "adapter_keys",
                 "ecr": "event_copies", "ecs": "session_keys", "ect": "turn_keys",

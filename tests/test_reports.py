@@ -19,7 +19,12 @@ from hypothesis import strategies as st
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.ingest.cursor import Cursor
-from agentsrc_daemon.store import Batch, Reader, Store, aggregates, schema, usage_groups
+from agentsrc_daemon.store import Batch, Reader, Store, aggregates, usage_groups
+from agentsrc_daemon.store.connection import connect
+from agentsrc_daemon.store.migrations.chunked import FILL_AGGREGATES, FILL_USAGE_GROUPS
+from agentsrc_daemon.store.migrations.runner import run_migration
+from agentsrc_daemon.store.migrations.versions import MIGRATIONS
+from agentsrc_daemon.store.vocabulary import USAGE_FIELDS
 
 from bigstore import BigStore, build
 from corpus import corpus_home
@@ -71,8 +76,8 @@ def refilled(db: Path, tmp: Path) -> dict[str, list[tuple[Any, ...]]]:
     the 10 -> 11 fill (the groupings following by their triggers), then the 11 -> 12
     fill of the groupings from agg_usage alone, which must give the same rows."""
     copy = tmp / "refill.db"
-    src = schema.connect(db, readonly=True)
-    dst = schema.connect(copy)
+    src = connect(db, readonly=True)
+    dst = connect(copy)
     with dst.backup("main", src, "main") as b:
         b.step()
     src.close()
@@ -140,7 +145,7 @@ def test_reports_equal_the_oracle_on_the_corpus(corpus_store: BigStore) -> None:
 
 
 def test_maintained_aggregates_equal_a_fresh_fill(corpus_store: BigStore, tmp_path: Path) -> None:
-    conn = schema.connect(corpus_store.db_path, readonly=True)
+    conn = connect(corpus_store.db_path, readonly=True)
     try:
         maintained = agg_rows(conn)
     finally:
@@ -159,7 +164,7 @@ PATHS = [None, "/w/.env", "/w/a.py", "/etc/passwd"]
 @st.composite
 def event_data(draw: st.DrawFn, kind: str) -> dict[str, Any]:
     if kind == E.USAGE:
-        data: dict[str, Any] = {f: draw(st.integers(0, 50)) for f in schema.USAGE_FIELDS
+        data: dict[str, Any] = {f: draw(st.integers(0, 50)) for f in USAGE_FIELDS
                                 if draw(st.booleans())}
         model = draw(st.sampled_from([None, "gpt-5", "claude-opus"]))
         if model is not None:
@@ -240,12 +245,12 @@ def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tm
     store's rows copied in), migrated in small chunks with progress, and interrupted
     once (a chunk fails): resumed, it holds what the writer maintained."""
     db = tmp_path / "s10.db"
-    src = schema.connect(corpus_store.db_path, readonly=True)
+    src = connect(corpus_store.db_path, readonly=True)
     want = agg_rows(src, AGG_TABLES)
     src.close()
-    version = schema.MIGRATIONS.index(schema.FILL_AGGREGATES)
+    version = MIGRATIONS.named(FILL_AGGREGATES.name).version - 1
     schema_copy(corpus_store.db_path, db, version)
-    conn = schema.connect(db)
+    conn = connect(db)
     assert not list(conn.execute("SELECT name FROM sqlite_schema WHERE name = 'agg_usage'"))
     (last,) = next(iter(conn.execute("SELECT MAX(id) FROM events")))
     seen: list[tuple[str, int, int]] = []
@@ -256,10 +261,10 @@ def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tm
             raise KeyboardInterrupt  # as a kill would, between two committed chunks
 
     with pytest.raises(KeyboardInterrupt):
-        schema.run_migration(conn, version, fail_once, chunk=5000)
+        run_migration(conn, MIGRATIONS[version], fail_once, chunk=5000)
     assert seen == [("aggregates", 0, last), ("aggregates", 5000, last), ("aggregates", 10000, last)]
     seen.clear()
-    schema.run_migration(conn, version, lambda *a: seen.append(a), chunk=5000)
+    run_migration(conn, MIGRATIONS[version], lambda *a: seen.append(a), chunk=5000)
     assert seen[0] == ("aggregates", 10000, last) and seen[-1][1:] == (last, last)
     assert agg_rows(conn, AGG_TABLES) == want
     assert not list(conn.execute("SELECT name FROM counters WHERE name LIKE 'aggregates%'"))
@@ -272,11 +277,11 @@ def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: 
     store's rows copied in): migrated with progress, it holds what the triggers kept,
     and keeps it through a commit after."""
     db = tmp_path / "s11.db"
-    src = schema.connect(corpus_store.db_path, readonly=True)
+    src = connect(corpus_store.db_path, readonly=True)
     want = agg_rows(src)
-    version = schema.MIGRATIONS.index(schema.FILL_USAGE_GROUPS)
+    version = MIGRATIONS.named(FILL_USAGE_GROUPS.name).version - 1
     schema_copy(corpus_store.db_path, db, version)
-    conn = schema.connect(db)
+    conn = connect(db)
     assert not list(conn.execute("SELECT name FROM sqlite_schema WHERE name = 'agg_usage_by'"))
     assert want["agg_usage_by"] and want["agg_usage_group"]
     sessions = next(iter(src.execute("SELECT COUNT(DISTINCT session_id) FROM agg_usage")))[0]
@@ -285,7 +290,7 @@ def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: 
         (sessions, next(iter(src.execute("SELECT SUM(responses) FROM agg_usage")))[0])]
     src.close()
     seen: list[tuple[str, int, int]] = []
-    schema.run_migration(conn, version, lambda *a: seen.append(a))
+    run_migration(conn, MIGRATIONS[version], lambda *a: seen.append(a))
     assert seen == [("usage_groups", 0, 1), ("usage_groups", 1, 1)]
     assert agg_rows(conn) == want
     assert not list(conn.execute("SELECT name FROM counters WHERE name LIKE 'usage_groups%'"))

@@ -1,7 +1,7 @@
 """Each file's adapter state (``sources.state``) stored packed (store/packing.py, the
 events' format): packed as the writer saves it, read back unpacked by the Store (with
 its cursor, or on its own) and by the start's SQL that takes the sidecar signatures,
-and packed in place in the stores written before (schema.PACK_STATES, chunked, resumed
+and packed in place in the stores written before (migrations/chunked.PACK_STATES, chunked, resumed
 after a kill)."""
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.ingest.cursor import SIDECAR_KEY, Cursor
-from agentsrc_daemon.store import Batch, Store, packing, schema
+from agentsrc_daemon.store import Batch, Store, packing
+from agentsrc_daemon.store.connection import connect
+from agentsrc_daemon.store.migrations.chunked import PACK_STATES
+from agentsrc_daemon.store.migrations.runner import migrate, run_migration
+from agentsrc_daemon.store.migrations.versions import MIGRATIONS
 from agentsrc_daemon.store.packing import MIN_PACK_BYTES, PACKED_V1, pack, repack, unpack
 
 # JSON as the adapters' states hold it: objects of short keys (the states' own, and
@@ -100,7 +104,7 @@ def test_states_are_stored_packed_and_load_as_saved(tmp_path: Path) -> None:
     store.commit(b)
     store.close()
 
-    conn = schema.connect(tmp_path / "db.sqlite", readonly=True)
+    conn = connect(tmp_path / "db.sqlite", readonly=True)
     raw = _stored(conn)
     conn.close()
     for path in (CODEX, COPILOT):
@@ -141,10 +145,10 @@ def test_states_are_stored_packed_and_load_as_saved(tmp_path: Path) -> None:
 
 def _at_pack_states(db: Path) -> tuple[apsw.Connection, int]:
     """A store at the version before PACK_STATES (what the code before it wrote)."""
-    at = schema.MIGRATIONS.index(schema.PACK_STATES)
-    conn = schema.connect(db)
+    at = MIGRATIONS.named(PACK_STATES.name).version - 1
+    conn = connect(db)
     for v in range(at):
-        schema.run_migration(conn, v)
+        run_migration(conn, MIGRATIONS[v])
     return conn, at
 
 
@@ -175,19 +179,16 @@ def test_the_states_migration_packs_them_in_chunks_and_resumes_after_a_kill(tmp_
     conn, at = _at_pack_states(db)
     want = _raw_states(conn)
     target = 2 * SOURCES
-    real_step = schema.PACK_STATES.step
+    real_step = PACK_STATES.step
 
     def dies_in_the_second_chunk(c: apsw.Connection, after: int, upto: int) -> None:
         real_step(c, after, upto)  # its UPDATE done, then killed before the commit
         if after == 500:
             raise KeyboardInterrupt
 
-    schema.MIGRATIONS[at] = dataclasses.replace(schema.PACK_STATES, step=dies_in_the_second_chunk)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            schema.run_migration(conn, at)
-    finally:
-        schema.MIGRATIONS[at] = schema.PACK_STATES
+    broken = dataclasses.replace(PACK_STATES, step=dies_in_the_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        run_migration(conn, dataclasses.replace(MIGRATIONS[at], body=broken))
     # What the kill left: the version as it was, the first chunk packed, none after it.
     assert conn.execute("PRAGMA user_version").fetchone() == (at,)
     assert dict(conn.execute("SELECT name, value FROM counters WHERE name LIKE 'pack_states%'")) == {
@@ -202,7 +203,7 @@ def test_the_states_migration_packs_them_in_chunks_and_resumes_after_a_kill(tmp_
     assert packed("id <= 500") == [(0, 45), (1, 445)]
     assert packed("id > 500") == [(0, SOURCES - 500 - 14)]  # none packed: 14 without a state
     steps: list[tuple[str, int, int]] = []
-    schema.run_migration(conn, at, progress=lambda n, d, t: steps.append((n, d, t)))
+    run_migration(conn, MIGRATIONS[at], progress=lambda n, d, t: steps.append((n, d, t)))
     assert steps == [("pack_states", d, target) for d in (500, 1000, 1500, 2000, 2468)]
     assert conn.execute("PRAGMA user_version").fetchone() == (at + 1,)
     assert list(conn.execute("SELECT name FROM counters WHERE name LIKE 'pack_states%'")) == []
@@ -221,7 +222,7 @@ def test_the_states_migration_packs_them_in_chunks_and_resumes_after_a_kill(tmp_
 
 
 def test_migrate_packs_the_states_of_a_store_and_the_daemon_reads_them(tmp_path: Path) -> None:
-    """schema.migrate (as the Store opens it) from the version before; the start's SQL
+    """migrate (as the Store opens it) from the version before; the start's SQL
     finds the sidecar signature in a state packed by the migration."""
     db = tmp_path / "db.sqlite"
     conn, at = _at_pack_states(db)
@@ -231,7 +232,7 @@ def test_migrate_packs_the_states_of_a_store_and_the_daemon_reads_them(tmp_path:
             "INSERT INTO sources(path, adapter, mode, state) VALUES(?, 'copilot', 'jsonl', ?)",
             (COPILOT, orjson.dumps(copilot)),
         )
-    assert schema.migrate(conn) == at
+    assert migrate(conn) == at
     ((stored,),) = conn.execute("SELECT state FROM sources")
     assert stored[:1] == PACKED_V1 and unpack(stored) == orjson.dumps(copilot)
     conn.close()

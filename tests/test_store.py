@@ -19,7 +19,9 @@ from agentsrc_daemon import events as E
 from agentsrc_daemon.errors import SchemaTooNew
 from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.store import Batch, Reader, Row, Store, connect, migrate, prepare
-from agentsrc_daemon.store.schema import MIGRATIONS, SCHEMA_VERSION, run_migration
+from agentsrc_daemon.store.migrations.chunked import ADD_PAGE_INDEXES, PAGE_INDEXES
+from agentsrc_daemon.store.migrations.runner import run_migration
+from agentsrc_daemon.store.migrations.versions import MIGRATIONS, SCHEMA_VERSION
 
 
 def ev(key: str, kind: str, **kw) -> E.Event:  # type: ignore[no-untyped-def]
@@ -257,7 +259,7 @@ def test_migrations_from_every_version(tmp_path: Path) -> None:
     for start in range(SCHEMA_VERSION):
         conn = connect(tmp_path / f"m{start}.db")
         for v in range(start):
-            run_migration(conn, v)  # a chunked one (7 -> 8) is not one SQL string
+            run_migration(conn, MIGRATIONS[v])  # a chunked one (7 -> 8) is not one SQL string
         assert migrate(conn) == start
         assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         conn.close()
@@ -271,11 +273,11 @@ def _session_indexes(conn: apsw.Connection) -> list[str]:
 
 
 def test_the_unused_sessions_last_index_is_dropped(tmp_path: Path) -> None:
-    # The migration that drops it, found by its SQL (other branches may add migrations).
-    drop = MIGRATIONS.index("DROP INDEX IF EXISTS sessions_last;")
+    # The migration that drops it, found by its name (other branches may add migrations).
+    drop = MIGRATIONS.named("drop_sessions_last").version - 1
     conn = connect(tmp_path / "old.db")
     for v in range(drop):
-        run_migration(conn, v)
+        run_migration(conn, MIGRATIONS[v])
     assert "sessions_last" in _session_indexes(conn)
     conn.execute(
         "INSERT INTO sessions(id, agent, native_id, last_event_at) VALUES('a', 'codex', 'a', '2026')"
@@ -293,7 +295,7 @@ def test_the_unused_sessions_last_index_is_dropped(tmp_path: Path) -> None:
 def test_schema_4_drops_the_part_digests_of_merged_messages(tmp_path: Path) -> None:
     conn = connect(tmp_path / "v3.db")
     for v in range(3):
-        conn.execute(MIGRATIONS[v])
+        conn.execute(MIGRATIONS[v].body)
         conn.execute(f"PRAGMA user_version={v + 1}")
     old = {"text": "one\n\ntwo \u00e9", "parts": ["a1b2", "c3d4"]}
     for kind, data in (("message", old), ("prompt", {"text": "hi", "parts": 1})):
@@ -425,19 +427,17 @@ def test_where_writes_a_single_indexed_kind_as_a_literal(store: Store) -> None:
 
 
 def test_the_page_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None:
-    """The page indexes (schema.PAGE_INDEXES) are built one per transaction: a migration
+    """The page indexes (migrations/chunked.PAGE_INDEXES) are built one per transaction: a migration
     stopped in the middle (here an error in the fourth, as a kill -9 would leave it:
     the third committed, the fourth rolled back) keeps the schema version, and the next
     run builds the rest, then bumps the version and drops its counters."""
-    from agentsrc_daemon.store import schema
-
-    at = MIGRATIONS.index(schema.ADD_PAGE_INDEXES)
-    conn = schema.connect(tmp_path / "db")
+    at = MIGRATIONS.named(ADD_PAGE_INDEXES.name).version - 1
+    conn = connect(tmp_path / "db")
     for v in range(at):
-        run_migration(conn, v)
-    names = [sql.split()[5] for sql in schema.PAGE_INDEXES]  # CREATE INDEX IF NOT EXISTS <name>
+        run_migration(conn, MIGRATIONS[v])
+    names = [sql.split()[5] for sql in PAGE_INDEXES]  # CREATE INDEX IF NOT EXISTS <name>
     built: list[int] = []
-    real_step = schema.ADD_PAGE_INDEXES.step
+    real_step = ADD_PAGE_INDEXES.step
 
     def dies_at_the_fourth(c: apsw.Connection, after: int, upto: int) -> None:
         if after == 3:
@@ -445,13 +445,9 @@ def test_the_page_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None
         built.append(after)
         real_step(c, after, upto)
 
-    broken = dataclasses.replace(schema.ADD_PAGE_INDEXES, step=dies_at_the_fourth)
-    MIGRATIONS[at] = broken
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_migration(conn, at)
-    finally:
-        MIGRATIONS[at] = schema.ADD_PAGE_INDEXES
+    broken = dataclasses.replace(ADD_PAGE_INDEXES, step=dies_at_the_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        run_migration(conn, dataclasses.replace(MIGRATIONS[at], body=broken))
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
     assert [n for n in names if n in indexes] == names[:3]
     assert conn.execute("PRAGMA user_version").fetchone() == (at,)
@@ -459,7 +455,7 @@ def test_the_page_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None
         "page_indexes_done": 3, "page_indexes_target": len(names)}
     assert built == [0, 1, 2]
     steps: list[tuple[str, int, int]] = []
-    run_migration(conn, at, progress=lambda n, d, t: steps.append((n, d, t)))
+    run_migration(conn, MIGRATIONS[at], progress=lambda n, d, t: steps.append((n, d, t)))
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index'")}
     assert set(names) <= indexes
     assert conn.execute("PRAGMA user_version").fetchone() == (at + 1,)

@@ -21,13 +21,9 @@ import orjson
 from answers import differences, socket_answers
 
 from agentsrc_daemon.store import packing
-from agentsrc_daemon.store.schema import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    WAL_LIMIT_BYTES,
-    connect,
-    run_migration,
-)
+from agentsrc_daemon.store.connection import WAL_LIMIT_BYTES, connect
+from agentsrc_daemon.store.migrations.runner import run_migration
+from agentsrc_daemon.store.migrations.versions import MIGRATIONS, SCHEMA_VERSION
 
 from corpus import corpus_home
 from harness import (
@@ -60,7 +56,7 @@ def test_pack_is_smaller_and_gives_back_the_same_bytes() -> None:
 def test_queries_read_the_packed_data_as_json(tmp_path: Path) -> None:
     conn = connect(tmp_path / "db")
     for v in range(SCHEMA_VERSION):
-        run_migration(conn, v)
+        run_migration(conn, MIGRATIONS[v])
     data = orjson.dumps({"command": "make test " * 20, "exit_code": 2})
     insert_event_row(conn, "s", key_hash=b"\x01", kind="command", adapter="codex", source_id=1,
                      offset=0, packed=packing.pack(data))
@@ -83,7 +79,7 @@ def test_the_schema_7_copy_is_the_old_schema(tmp_path: Path) -> None:
     old migrations give, the data unpacked JSON."""
     fresh = connect(tmp_path / "fresh.db")
     for v in range(SCHEMA_VERSION):
-        run_migration(fresh, v)
+        run_migration(fresh, MIGRATIONS[v])
     data = orjson.dumps({"text": "hello " * 30})
     insert_event_row(fresh, "s", key_hash=b"\x01", kind="prompt", adapter="codex", source_id=1,
                      offset=0, packed=packing.pack(data))
@@ -100,7 +96,7 @@ def test_the_schema_7_copy_is_the_old_schema(tmp_path: Path) -> None:
     assert cols[13] == "data" and "packed" not in cols
     assert old.execute("SELECT data FROM events").fetchall() == [(data,)]
     assert old.execute("SELECT state FROM sources").fetchall() == [(state,)]
-    assert isinstance(MIGRATIONS[6], str) and "sink_event_revised" in MIGRATIONS[6]
+    assert isinstance(MIGRATIONS[6].body, str) and "sink_event_revised" in MIGRATIONS[6].body
 
 
 def _status(d: Any) -> dict[str, Any] | None:
@@ -214,7 +210,7 @@ def test_a_schema_7_store_migrates_in_chunks_survives_kill_9_and_equals_a_fresh_
         "SELECT SUM(substr(packed, 1, 1) = x'01'), COUNT(*) FROM events"
     ).fetchone()
     assert packed[0] > packed[1] // 2  # most rows packed, the rest too short to gain
-    # The states too (schema.PACK_STATES, after the events'): the fresh store's, packed
+    # The states too (migrations/chunked.PACK_STATES, after the events'): the fresh store's, packed
     # as its writer packed them, but for the files the live daemon has saved since
     # (OpenCode's database is polled each round: a later updated_at).
     built = connect(old.fresh_db, readonly=True)

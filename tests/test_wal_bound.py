@@ -1,4 +1,4 @@
-"""The writer's WAL bound (store/schema.py, WalBound): a RESTART at a quarter of the bound
+"""The writer's WAL bound (store/wal.py, WalBound): a RESTART at a quarter of the bound
 gives up on a reader that outlasts WAL_RESTART_BUSY_MS, and past half the bound it is
 tried again until it completes (a stall of the writer rather than a WAL past its bound).
 Real SQLite connections on one WAL file; the reader is a real read transaction held
@@ -12,13 +12,11 @@ from pathlib import Path
 
 import apsw
 
-from agentsrc_daemon.store import schema
-from agentsrc_daemon.store.schema import (
-    WAL_CHECKPOINT_PAGES,
+from agentsrc_daemon.store.connection import PAGE_SIZE, WAL_CHECKPOINT_PAGES, connect
+from agentsrc_daemon.store.wal import (
     WAL_HARD_PAGES,
     WAL_RESTART_BUSY_MS,
     WalBound,
-    connect,
     restart_checkpoint,
     restart_checkpoint_within,
 )
@@ -33,7 +31,7 @@ def _writer(tmp_path: Path) -> apsw.Connection:
 def _write_pages(conn: apsw.Connection, pages: int) -> None:
     with conn:
         for _ in range(pages):
-            conn.execute("INSERT INTO t VALUES (randomblob(?))", (schema.PAGE_SIZE - 200,))
+            conn.execute("INSERT INTO t VALUES (randomblob(?))", (PAGE_SIZE - 200,))
 
 
 class HeldRead:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from agentsrc_daemon.config import load_config
-from agentsrc_daemon.store.schema import compact
+from agentsrc_daemon.store.connection import compact
 
 
 def main() -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import orjson
 
-from .schema import COMMAND_FAILED
+from .vocabulary import COMMAND_FAILED
 
 if TYPE_CHECKING:
     from .reader import Reader

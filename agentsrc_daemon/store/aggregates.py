@@ -26,7 +26,7 @@ from __future__ import annotations
 import apsw
 
 from ..events import READ, SECRET, SENSITIVE_READ, USAGE
-from .schema import USAGE_FIELDS
+from .vocabulary import USAGE_FIELDS
 
 NONE = "X''"
 

@@ -13,7 +13,7 @@ import orjson
 from ..events import Drift, Event, SessionFacts, SpawnPoint, TurnFacts, key_digest, merged_fact
 from ..ingest.cursor import Cursor
 from .packing import pack
-from .schema import SESSION_FACT_FIELDS
+from .vocabulary import SESSION_FACT_FIELDS
 
 key_hash = key_digest
 

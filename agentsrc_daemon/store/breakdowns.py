@@ -16,8 +16,8 @@ from typing import Any
 import apsw
 
 from .aggregates import NONE
-from .schema import USAGE_FIELDS
 from .search import compile_query
+from .vocabulary import USAGE_FIELDS
 from .where import E_COMMAND_FAILED, Where
 
 BLOCK_HOURS = 5  # Anthropic's plan limits are counted in 5-hour windows

@@ -11,7 +11,7 @@ The physical column is ``events.packed``; ``events.data`` is a VIRTUAL generated
 ``unpack(packed)``, so every query reads (and ``json_extract``s) the JSON exactly as
 before. The format is self-describing: a packed value starts with ``PACKED_V1``, a JSON
 object with ``{``; so a store whose rows are only partly packed (during the schema 7 -> 8
-migration, or the states' during schema.PACK_STATES) reads the same as a fully packed one.
+migration, or the states' during migrations/chunked.PACK_STATES) reads the same as a fully packed one.
 
 ``DICTIONARY`` is part of the stored format: never edit it. A better one gets a new
 leading byte and both stay readable.
@@ -164,7 +164,7 @@ def _memo_unpack() -> Any:
 
 def register(conn: apsw.Connection) -> None:
     """``events.data`` is ``unpack(packed)``: every connection that reads or writes the
-    events table needs the function (schema.connect registers it), and the SQL that reads
+    events table needs the function (connection.connect registers it), and the SQL that reads
     a file's state (``unpack(state)``); ``pack`` is the migrations'."""
     conn.create_scalar_function("unpack", _memo_unpack(), 1, deterministic=True)
     conn.create_scalar_function("pack", _sql_pack, 1, deterministic=True)

@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 
 from . import activity, breakdowns, reports, timeline
+from .connection import connect
 from .listings import RankedListings
 from .queries import events as event_pages
 from .queries import search as search_hits
@@ -23,7 +24,6 @@ from .queries import sessions as session_queries
 from .queries import status, turns
 from .ranked import SEARCH_CANDIDATES, SEARCH_TITLE_CANDIDATES, Cut
 from .ranked import register as register_ranking
-from .schema import connect
 from .search import QuerySyntaxError, compile_query
 
 

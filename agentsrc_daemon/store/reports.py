@@ -30,7 +30,7 @@ from .aggregates import (
     USAGE_PROJECT,
     USAGE_SUM_TERMS,
 )
-from .schema import USAGE_FIELDS
+from .vocabulary import USAGE_FIELDS
 
 
 @dataclass(slots=True)

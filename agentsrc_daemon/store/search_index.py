@@ -14,9 +14,9 @@ import os
 import apsw
 
 from .batch import Row
-from .schema import WalBound
 from .search import INDEXED_KINDS, body_of, index_text
 from .search_merge import STRUCTURE_ROWID, Structure, StructureError, decode_structure
+from .wal import WalBound
 
 # Event ids indexed per transaction by the index build (build_step): about 60 ms
 # of work on a loaded 2-core machine, so an append waits for little while it runs.

@@ -23,7 +23,7 @@ import apsw
 import orjson
 
 from .batch import utc_now
-from .schema import connect
+from .connection import connect
 
 # ts (ISO 8601 text) -> epoch milliseconds, 0 when absent or unreadable.
 # Clamped to what a DateTime holds (1970 to 2106): a value the server cannot parse

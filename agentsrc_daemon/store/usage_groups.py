@@ -30,7 +30,7 @@ from typing import Any
 import apsw
 
 from .aggregates import NONE
-from .schema import USAGE_FIELDS
+from .vocabulary import USAGE_FIELDS
 
 _SUMS = ("responses", *USAGE_FIELDS)
 _SUM_COLUMNS = ", ".join(f"{f} INTEGER NOT NULL" for f in _SUMS)

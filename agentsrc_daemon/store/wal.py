@@ -1,18 +1,15 @@
-"""WAL checkpoints off the ingest thread.
+"""The WAL's bound and its checkpoints: the whole policy in one place.
 
-A checkpoint copies the WAL's pages into the database file and syncs it: on a
-multi-gigabyte store with other processes writing to the same disk, that sync can take
-hundreds of milliseconds, and on the ingest thread every live append queued behind it
-waited as long. The ``Checkpointer`` is a thread with a connection of its own that runs
-PASSIVE checkpoints after commits (at most every ``interval_s``, and back to back while
-the WAL nears the writer's RESTART: ``CHECKPOINT_HURRY_PAGES``): PASSIVE never blocks
-the writer or the readers, and once it has copied every frame the writer's next commit
-starts the WAL over from its beginning (SQLite does that itself), so the log stays
-small. The writer keeps its own bound (``schema.WalBound``: a RESTART checkpoint past a
-quarter of the limit, for readers that keep a PASSIVE checkpoint from finishing) and
-truncates the log when idle; both find the frames already copied and do not sync.
-apsw releases the GIL inside SQLite, so the copy and the sync do not hold up the
-daemon's Python threads either.
+The WAL never grows past ``connection.WAL_LIMIT_BYTES`` (the connection's
+journal_size_limit). Two parties keep it small:
+
+* the ``Checkpointer``, a thread with a connection of its own that runs PASSIVE
+  checkpoints after commits, so the database's sync never runs on the ingest thread;
+* the writer's ``WalBound``: a RESTART checkpoint past a quarter of the bound, for
+  readers that keep a PASSIVE checkpoint from finishing; ``truncate`` empties the log
+  when the daemon is idle.
+
+A chunked migration keeps the WAL bounded between its chunks with ``restart_checkpoint``.
 """
 
 from __future__ import annotations
@@ -24,9 +21,25 @@ from pathlib import Path
 import apsw
 import structlog
 
-from .schema import WAL_CHECKPOINT_PAGES, connect
+from .connection import BUSY_TIMEOUT_MS, PAGE_SIZE, WAL_CHECKPOINT_PAGES, WAL_LIMIT_BYTES, connect
 
 log = structlog.get_logger("agentsrc.store.checkpoint")
+
+# The ingest loop puts that checkpoint off while a live append waits for it (it runs
+# at the next commit with none waiting), but not past this: 3/8 of the bound.
+WAL_FORCE_PAGES = WAL_LIMIT_BYTES * 3 // 8 // PAGE_SIZE
+# How long a checkpoint waits for readers still on an older snapshot (then the next
+# commit tries again): readers are short transactions, and the writer must not stall.
+WAL_RESTART_BUSY_MS = 200
+# Past half the bound the writer's RESTART is tried again until it completes, for up to
+# WAL_HARD_BUSY_MS: a stall of the writer rather than a WAL past its bound. A RESTART
+# fails at once, without the busy handler, while another connection checkpoints (the
+# Checkpointer thread's PASSIVE): with another process writing 6 GB to the disk each
+# PASSIVE took hundreds of ms, every RESTART of the search index's build found one
+# running, and the WAL reached 65-88 MiB. The other half is room for the largest
+# commit (a backfill batch: 19 MiB at most measured).
+WAL_HARD_PAGES = WAL_LIMIT_BYTES // 2 // PAGE_SIZE
+WAL_HARD_BUSY_MS = 10_000
 
 CHECKPOINT_INTERVAL_S = 0.2
 # The daemon asks for a checkpoint once the WAL holds this many pages (4 MiB of 16 KiB
@@ -35,7 +48,7 @@ CHECKPOINT_INTERVAL_S = 0.2
 # synced at every checkpoint (measured: checkpoints every 200 ms made the search index's
 # build steps three times slower).
 CHECKPOINT_MIN_PAGES = 256
-# Past this many pages (half of the writer's RESTART threshold, schema.WalBound) the
+# Past this many pages (half of the writer's RESTART threshold, WalBound) the
 # checkpoints run back to back: the RESTART then finds all but the last commits copied
 # (a short copy and sync on the ingest thread instead of up to 1,000 random pages), or
 # none at all when one of them finished between two commits and the writer's next
@@ -44,8 +57,93 @@ CHECKPOINT_MIN_PAGES = 256
 CHECKPOINT_HURRY_PAGES = WAL_CHECKPOINT_PAGES // 2
 
 
+class WalBound:
+    """Keeps the WAL under WAL_LIMIT_BYTES whatever the readers do. SQLite's own
+    auto-checkpoint is PASSIVE: with readers one after another (the socket's threads,
+    the sink) some reader always holds a frame of the WAL, the log never starts over,
+    and it grew to 145 MiB in a backfill (tests/test_store_size.py). So the writer
+    counts the WAL's pages (a WAL hook, which replaces the auto-checkpoint) and past
+    a quarter of the bound runs a RESTART checkpoint, which waits (briefly) for the readers to
+    reach the latest snapshot and makes the next commit write the log from its start;
+    journal_size_limit then cuts the file back to the bound."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.pages = 0
+        conn.set_wal_hook(self._committed)
+
+    def _committed(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        self.pages = pages
+        return apsw.SQLITE_OK
+
+    @property
+    def due(self) -> bool:
+        return self.pages >= WAL_CHECKPOINT_PAGES
+
+    def check(self, conn: apsw.Connection) -> None:
+        """After a commit: checkpoint if the WAL holds a quarter of its bound."""
+        if not self.due:
+            return
+        if (restart_checkpoint_within(conn, WAL_HARD_BUSY_MS) if self.pages >= WAL_HARD_PAGES
+                else restart_checkpoint(conn)):
+            self.pages = 0
+
+
+def restart_checkpoint(conn: apsw.Connection, busy_ms: int = WAL_RESTART_BUSY_MS) -> bool:
+    """A RESTART checkpoint: whether it completed (a reader on an older snapshot that
+    outlasts ``busy_ms`` makes it give up, and so does another connection's checkpoint
+    running, at once)."""
+    conn.setbusytimeout(busy_ms)
+    try:
+        conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
+    except apsw.BusyError:
+        return False
+    finally:
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    return True
+
+
+def restart_checkpoint_within(conn: apsw.Connection, total_ms: int) -> bool:
+    """RESTART checkpoints tried until one completes, for up to ``total_ms`` in all:
+    another connection's checkpoint is waited out too."""
+    deadline = time.monotonic() + total_ms / 1000
+    while True:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if restart_checkpoint(conn, max(left_ms, 1)):
+            return True
+        if left_ms <= 0:
+            return False
+        time.sleep(0.005)
+
+
+def truncate(conn: apsw.Connection) -> bool:
+    """Checkpoint the whole WAL and truncate it to nothing (when idle). A reader in
+    the middle of a transaction holds it: then give up at once (the ingest loop must
+    not wait on readers) and say so; the caller tries again later."""
+    conn.setbusytimeout(0)
+    try:
+        log_frames, _ = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+    except apsw.BusyError:
+        return False
+    finally:
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    return log_frames == 0
+
+
 class Checkpointer:
-    """``notify()`` after a commit; the thread checkpoints soon after (coalesced)."""
+    """WAL checkpoints off the ingest thread: ``notify()`` after a commit; the thread
+    checkpoints soon after (coalesced).
+
+    A checkpoint copies the WAL's pages into the database file and syncs it: on a
+    multi-gigabyte store with other processes writing to the same disk, that sync can
+    take hundreds of milliseconds, and on the ingest thread every live append queued
+    behind it waited as long. The thread has a connection of its own and runs PASSIVE
+    checkpoints after commits (at most every ``interval_s``, and back to back while the
+    WAL nears the writer's RESTART: ``CHECKPOINT_HURRY_PAGES``): PASSIVE never blocks
+    the writer or the readers, and once it has copied every frame the writer's next
+    commit starts the WAL over from its beginning (SQLite does that itself), so the log
+    stays small. The writer's own RESTART (``WalBound``) and idle truncation find the
+    frames already copied and do not sync. apsw releases the GIL inside SQLite, so the
+    copy and the sync do not hold up the daemon's Python threads either."""
 
     def __init__(self, db_path: Path, interval_s: float = CHECKPOINT_INTERVAL_S) -> None:
         self.db_path = db_path

@@ -18,8 +18,8 @@ from collections.abc import Callable
 import apsw
 import structlog
 
-from .schema import WAL_CHECKPOINT_PAGES, WAL_FORCE_PAGES
-from .wal import CHECKPOINT_HURRY_PAGES, CHECKPOINT_MIN_PAGES, Checkpointer
+from .connection import WAL_CHECKPOINT_PAGES
+from .wal import CHECKPOINT_HURRY_PAGES, CHECKPOINT_MIN_PAGES, WAL_FORCE_PAGES, Checkpointer
 from .writer import Store
 
 log = structlog.get_logger("agentsrc.daemon")
@@ -69,7 +69,7 @@ class WalUpkeep:
 
     def check(self, append_waits: bool, step: Callable[..., contextlib.AbstractContextManager[object]]) -> None:
         """The WAL's bound (a RESTART checkpoint once it holds a quarter of it, on this
-        thread: schema.WalBound), put off while a live append waits (``append_waits``,
+        thread: wal.WalBound), put off while a live append waits (``append_waits``,
         up to WAL_FORCE_PAGES): it runs after a later commit with none waiting. On a
         loaded disk it took 30-320 ms. ``step`` times it (StepTimer.step)."""
         store = self.store

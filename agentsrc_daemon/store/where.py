@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .schema import (
+from .vocabulary import (
     ADAPTER_KEY_OF,
     COMMAND_FAILED,
     PARTIAL_INDEXED_KINDS,
@@ -20,7 +20,7 @@ from .schema import (
 
 _GLOB_CHARS = frozenset("*?[")
 
-# schema.PATH_TAIL and COMMAND_FAILED of the events aliased ``e``: the expressions of
+# vocabulary.PATH_TAIL and COMMAND_FAILED of the events aliased ``e``: the expressions of
 # their indexes, repeated exactly (SQLite matches an indexed expression by its terms).
 E_PATH_TAIL = re.sub(r"\bpath\b", "e.path", PATH_TAIL)
 E_COMMAND_FAILED = re.sub(r"\bdata\b", "e.data", COMMAND_FAILED)

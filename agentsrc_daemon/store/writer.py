@@ -39,26 +39,18 @@ from ..events import (
     merged_fact,
 )
 from ..ingest.cursor import SIDECAR_KEY, Cursor
-from . import aggregates, packing
+from . import aggregates, packing, wal
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
+from .connection import connect, secure_file
+from .migrations.runner import Progress, migrate
 from .packing import pack
-from .schema import (
-    BUSY_TIMEOUT_MS,
-    KEY_TABLES,
-    SESSION_FACT_FIELDS,
-    USAGE_FIELDS,
-    Progress,
-    WalBound,
-    connect,
-    migrate,
-    secure_file,
-)
 from .search_index import SearchIndex
+from .vocabulary import KEY_TABLES, SESSION_FACT_FIELDS, USAGE_FIELDS
 
 # Session and turn keys the writer remembers (of each; then it starts over): the ids of
 # the files being read, far more than a commit meets.
 KEYS_REMEMBERED = 4096
-# The writer's page cache once live (schema.WRITER_CACHE_KIB during a backfill).
+# The writer's page cache once live (connection.WRITER_CACHE_KIB during a backfill).
 LIVE_CACHE_KIB = 2 * 1024
 
 _COUNTED_KINDS = {
@@ -135,7 +127,7 @@ class Store:
         try:
             self.conn = connect(db_path)
             migrate(self.conn, progress)
-            self._wal = WalBound(self.conn)
+            self._wal = wal.WalBound(self.conn)
         finally:
             os.umask(old_umask)
         for suffix in ("", "-wal", "-shm"):
@@ -168,15 +160,8 @@ class Store:
     def truncate_wal(self) -> bool:
         """Checkpoint the whole WAL and truncate it to nothing (when idle). A reader in
         the middle of a transaction holds it: then give up at once (the ingest loop must
-        not wait on readers) and say so; the caller tries again later."""
-        self.conn.setbusytimeout(0)
-        try:
-            log_frames, _ = self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
-        except apsw.BusyError:
-            return False
-        finally:
-            self.conn.setbusytimeout(BUSY_TIMEOUT_MS)
-        return log_frames == 0
+        not wait on readers) and say so; the caller tries again later (wal.truncate)."""
+        return wal.truncate(self.conn)
 
     def shrink_cache(self) -> None:
         """Once live: the page cache a backfill filled is freed and kept small after
@@ -561,7 +546,7 @@ class Store:
 
     def _keys_of(self, table: str, ids: set[str | None]) -> dict[str, int]:
         """The integer keys of session or turn ids or adapters (``table``: one of
-        schema.KEY_TABLES),
+        vocabulary.KEY_TABLES),
         each made when first met (None, an event without a turn, has none: ``get``
         gives it None). A commit meets a few ids; the keys of the latest are remembered
         (KEYS_REMEMBERED)."""

@@ -11,7 +11,7 @@ import apsw
 import orjson
 
 from ..batch import event_row_to_json
-from ..schema import PROJECT_KINDS
+from ..vocabulary import PROJECT_KINDS
 from ..where import E_COMMAND_FAILED, Where
 from ..where import finding_path_filter as _finding_path_filter
 

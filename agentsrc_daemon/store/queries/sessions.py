@@ -11,8 +11,8 @@ import apsw
 import orjson
 
 from .. import activity
-from ..schema import USAGE_FIELDS
 from ..search import compile_query
+from ..vocabulary import USAGE_FIELDS
 from ..where import Where
 from .search import EVENT_HIT_JOINS
 from .status import last_event_id

@@ -1,0 +1,69 @@
+"""The names and SQL expressions the schema, the writer and the queries share: column
+lists, the kinds with indexes of their own, and the expressions of expression indexes
+(a query uses such an index only when it repeats the expression exactly)."""
+
+from __future__ import annotations
+
+# The sessions columns that SessionFacts fill (same names).
+SESSION_FACT_FIELDS = (
+    "cwd",
+    "model",
+    "started_at",
+    "last_event_at",
+    "title",
+    "version",
+    "originator",
+    "source",
+    "model_provider",
+    "parent_session_id",
+    "home",
+    "spawned_as",
+    "replayed_in",
+    "own_record",
+)
+
+# The sessions columns that sum the usage events' counts (same names in their data).
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+)
+
+# The kinds with a partial index of their own (schema 2, and 8 for reads, edits, usage
+# and prompts): queried across all sessions.
+PARTIAL_INDEXED_KINDS = frozenset(
+    {"command", "secret", "sensitive_read", "read", "edit", "usage", "prompt"}
+)
+
+# The last name of an event's path (after its last / or \\, trailing separators and dots
+# left out), in SQL: the expression of events_path_tails (schema 10), which a query must
+# repeat exactly to use that index. rtrim(t, <every character of t but the separators>)
+# leaves t up to its last separator.
+_TRIMMED = "rtrim(path, '/\\.')"
+PATH_TAIL = (
+    f"substr({_TRIMMED}, length(rtrim({_TRIMMED},"
+    f" replace(replace({_TRIMMED}, '/', ''), '\\', ''))) + 1)"
+)
+# A failed command (commands.list failed=true), the WHERE of events_failed_commands.
+COMMAND_FAILED = (
+    "(COALESCE(json_extract(data, '$.exit_code'), 0) != 0"
+    " OR json_extract(data, '$.interrupted') = 1"
+    " OR json_extract(data, '$.is_error') = 1)"
+)
+
+# The project filters (schema 13, store/migrations/chunked.py's PROJECT_INDEXES): the
+# last characters of an event's session id, the kinds that carry a project root of
+# their own, and that root.
+SESSION_TAIL = "substr(session_id, -8)"
+PROJECT_KINDS = ("read", "edit", "command")
+PROJECT_ROOT = "json_extract(data, '$.project_root')"
+
+# A session's or an adapter's key by its text, in SQL (NULL for one not stored).
+SESSION_KEY_OF = "(SELECT key FROM session_keys WHERE id = ?)"
+ADAPTER_KEY_OF = "(SELECT key FROM adapter_keys WHERE id = ?)"
+# The tables of the keys (schema 16), each (key INTEGER PRIMARY KEY, id TEXT NOT NULL
+# UNIQUE).
+KEY_TABLES = ("session_keys", "turn_keys", "adapter_keys")
