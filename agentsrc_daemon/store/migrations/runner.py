@@ -13,6 +13,7 @@ import apsw
 from ...errors import SchemaTooNew
 from ..connection import BUSY_TIMEOUT_MS
 from ..wal import restart_checkpoint
+from . import current
 from .registry import ChunkedMigration, Migration
 from .versions import MIGRATIONS, SCHEMA_VERSION
 
@@ -24,8 +25,11 @@ MIGRATE_CHUNK_IDS = 10_000
 
 
 def pending_chunked(conn: apsw.Connection) -> ChunkedMigration | None:
-    """The first chunked migration this store still has to run, if any."""
+    """The first chunked migration this store still has to run, if any (none for a new
+    database: it is created at the current schema)."""
     (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
+    if found == 0 and current.is_new(conn):
+        return None
     for m in list(MIGRATIONS)[found:]:
         if isinstance(m.body, ChunkedMigration):
             return m.body
@@ -88,12 +92,18 @@ def run_migration(
 
 
 def migrate(conn: apsw.Connection, progress: Progress | None = None) -> int:
-    """Bring the schema to SCHEMA_VERSION. Returns the version found before."""
+    """Bring the schema to SCHEMA_VERSION. Returns the version found before (0 for a new
+    database, which is created at the current schema in one transaction instead: the
+    migrations are for stores that exist)."""
     (found,) = conn.execute("PRAGMA user_version").fetchone() or (0,)
     if found > SCHEMA_VERSION:
         raise SchemaTooNew(
             f"database schema version {found} is newer than this agentsrc ({SCHEMA_VERSION})"
         )
-    for version in range(found, SCHEMA_VERSION):
+    start = found
+    if found == 0 and current.is_new(conn):
+        current.create(conn)
+        start = current.VERSION
+    for version in range(start, SCHEMA_VERSION):
         run_migration(conn, MIGRATIONS[version], progress)
     return int(found)

@@ -1,7 +1,7 @@
 """Every migration of the store's schema, in order, registered by name (store/
 migrations/registry.py); run by store/migrations/runner.py. A new database is not
 migrated through them: it is created at SCHEMA_VERSION from store/migrations/
-current.py, which tests/test_store.py proves the same as these migrations make."""
+current.py, which tests/test_migrations.py proves the same as these migrations make."""
 
 from __future__ import annotations
 
