@@ -60,10 +60,10 @@ import apsw
 import orjson
 
 from agentsrc_daemon.config import Config, load_config
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.errors import DaemonNotRunning
 from agentsrc_daemon.events import key_digest
 from agentsrc_daemon.ingest import sources
-from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.ingest.fingerprint import content_hash
 from agentsrc_daemon.ingest.round import SIDECAR_KEY, Ingestor
 from agentsrc_daemon.ingest.stages import build_stages

@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentsrc_daemon import events as E  # noqa: E402
-from agentsrc_daemon.ingest.cursor import Cursor  # noqa: E402
+from agentsrc_daemon.cursor import Cursor  # noqa: E402
 from agentsrc_daemon.store import Batch, Store  # noqa: E402
 
 POLICIES = ("automerge", "merge-first", "build-all")

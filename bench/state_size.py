@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
+from agentsrc_daemon.cursor import SIDECAR_KEY
 from agentsrc_daemon.ingest import sources
-from agentsrc_daemon.ingest.cursor import SIDECAR_KEY
 from agentsrc_daemon.store import packing
 from agentsrc_daemon.store.connection import connect
 

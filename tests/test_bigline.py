@@ -18,8 +18,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.ingest import bigline, tail
-from agentsrc_daemon.ingest.cursor import Cursor
 
 from harness import DaemonFactory, all_events, claude_line, claude_session, wait_for
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentsrc_daemon import events as E
-from agentsrc_daemon.ingest.cursor import Cursor
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.rpc.methods import search_query
 from agentsrc_daemon.store import Batch, Reader, Store
 from agentsrc_daemon.store.listings import RankedListing, RankedListings

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from agentsrc_daemon import events as E
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.errors import RpcError
-from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.rpc.methods import _decode_cursor, _encode_cursor, search_query, sessions_list
 from agentsrc_daemon.store import Batch, Reader, Store
 from agentsrc_daemon.store.ranked import SEARCH_CANDIDATES, Cut, phrases

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon import events as E
-from agentsrc_daemon.ingest.cursor import Cursor
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.store import Batch, Reader, Store, aggregates, usage_groups
 from agentsrc_daemon.store.connection import connect
 from agentsrc_daemon.store.migrations.chunked import FILL_AGGREGATES, FILL_USAGE_GROUPS

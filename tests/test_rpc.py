@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.cli import app
-from agentsrc_daemon.ingest.cursor import Cursor
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.rpc import methods
 from agentsrc_daemon.rpc.transport import IDLE_READERS, INVALID_PARAMS, Hub, Server
 from agentsrc_daemon.store import Batch, Reader, Store

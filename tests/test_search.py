@@ -17,8 +17,8 @@ import orjson
 import pytest
 
 from agentsrc_daemon import events as E
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.errors import RpcError
-from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.rpc.methods import search_query
 from agentsrc_daemon.store import Batch, Reader, Store
 from agentsrc_daemon.store.queries.search import EVENT_HIT_JOINS

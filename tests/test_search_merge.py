@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentsrc_daemon import events as E
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.errors import DaemonNotRunning
-from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.store import Batch, Store
 from agentsrc_daemon.store.connection import connect
 from agentsrc_daemon.store.search_index import SEARCH_MERGE_PAGES

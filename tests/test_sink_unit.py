@@ -21,7 +21,7 @@ import pytest
 
 from agentsrc_daemon import events as E
 from agentsrc_daemon.config import ConfigError, SinkConfig, load_config
-from agentsrc_daemon.ingest.cursor import Cursor
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.sink import schema
 from agentsrc_daemon.sink.http import ClickHouse, ClickHouseError, Unreachable, redact_url
 from agentsrc_daemon.sink.pusher import Pusher

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsrc_daemon.ingest.cursor import SIDECAR_KEY, Cursor
+from agentsrc_daemon.cursor import SIDECAR_KEY, Cursor
 from agentsrc_daemon.store import Batch, Store, packing
 from agentsrc_daemon.store.connection import connect
 from agentsrc_daemon.store.migrations.chunked import PACK_STATES

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon import events as E
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.errors import SchemaTooNew
-from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.store import Batch, Reader, Row, Store, connect, migrate, prepare
 from agentsrc_daemon.store.migrations.chunked import ADD_PAGE_INDEXES, PAGE_INDEXES
 from agentsrc_daemon.store.migrations.runner import run_migration

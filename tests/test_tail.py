@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.ingest import tail
-from agentsrc_daemon.ingest.cursor import Cursor
 
 
 def read_all(path: Path, cursor: Cursor, budget: int = 1 << 20, max_line: int = 1 << 20):

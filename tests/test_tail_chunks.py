@@ -13,8 +13,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.ingest import tail
-from agentsrc_daemon.ingest.cursor import Cursor
 
 
 def restarted(cursor: Cursor) -> Cursor:

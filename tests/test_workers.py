@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.config import load_config
+from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.ingest import sources
-from agentsrc_daemon.ingest.cursor import Cursor
 from agentsrc_daemon.ingest.round import FileRound, Ingestor
 from agentsrc_daemon.ingest.workers import BackfillScheduler, WorkerRound
 from agentsrc_daemon.store import Batch, Store

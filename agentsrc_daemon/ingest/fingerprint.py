@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from .cursor import Cursor
+from ..cursor import Cursor
 
 HEAD_BYTES = 4096  # how much of the file's start identifies it
 

@@ -29,6 +29,7 @@ import orjson
 import structlog
 
 from ..adapters import ADAPTERS, Adapter, copilot, gemini, opencode
+from ..cursor import SIDECAR_KEY, Cursor
 from ..events import (
     MAX_STORED_TEXT_CHARS,
     Drift,
@@ -40,7 +41,6 @@ from ..events import (
 )
 from ..store import Batch, DocumentFacts, utc_now
 from . import fingerprint, sources, tail
-from .cursor import SIDECAR_KEY, Cursor
 from .opencode_db import OpenCodeDB
 
 log = structlog.get_logger("agentsrc.ingest")

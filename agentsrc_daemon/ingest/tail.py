@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import orjson
 
 from .. import framing
+from ..cursor import Cursor
 from . import bigline
-from .cursor import Cursor
 from .fingerprint import identity_change, refresh_head, reset_cursor
 
 CHUNK_BYTES = 1 << 20

@@ -36,10 +36,10 @@ import orjson  # noqa: E402
 import structlog  # noqa: E402
 
 from ..config import Config, Tuning  # noqa: E402
+from ..cursor import Cursor  # noqa: E402
 from ..store import Batch, prepare  # noqa: E402
 from ..system.memory import release_freed_memory  # noqa: E402
 from . import sources  # noqa: E402
-from .cursor import Cursor  # noqa: E402
 from .priority import LIVE_BATCH_EVENTS, LIVE_ROUND_BUDGET_BYTES  # noqa: E402
 from .round import FileRound, Ingestor  # noqa: E402
 

@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from ..cursor import Cursor
 from ..events import Drift, Event, SessionFacts, SpawnPoint, TurnFacts, key_digest, merged_fact
-from ..ingest.cursor import Cursor
 from .packing import pack
 from .vocabulary import SESSION_FACT_FIELDS
 

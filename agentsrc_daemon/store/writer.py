@@ -26,6 +26,7 @@ from typing import Any
 import apsw
 import orjson
 
+from ..cursor import SIDECAR_KEY, Cursor
 from ..events import (
     CLAIM_COPY,
     COMPACTION,
@@ -38,7 +39,6 @@ from ..events import (
     TurnFacts,
     merged_fact,
 )
-from ..ingest.cursor import SIDECAR_KEY, Cursor
 from . import aggregates, packing, wal
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .connection import connect, secure_file
