@@ -1,5 +1,6 @@
-"""The cursor: where the tail-reader is in one file (the checkpoint). The store
-persists it in the same transaction as the events it covers."""
+"""The cursor: where the tail-reader is in one file. A plain record below both ingest
+(which moves it) and the store (which persists it in the same transaction as the events
+it covers: store/cursors.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import orjson
 
 # Where a source's state keeps what it read of its sidecar (ingest/round.py), "sig" its
-# stat: the store reads that signature alone at start (Store.load_cursors).
+# stat: the store reads that signature alone at start (CursorStore.load).
 SIDECAR_KEY = "~sidecar"
 
 
@@ -38,7 +39,7 @@ class Cursor:
     # 100 MB of JSON (decoding them all took 3 s of every start), and most files are
     # never read again. ``load_state`` decodes it when the file is.
     state_json: bytes | str | None = None
-    # The state was not even read at start (Store.load_cursors(states=False)): it is
+    # The state was not even read at start (CursorStore.load(states=False)): it is
     # still in the store, fetched when the file is read (Ingestor.load_state), and a
     # cursor saved without it leaves the store's copy as it is.
     state_in_store: bool = False

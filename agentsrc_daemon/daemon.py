@@ -169,11 +169,10 @@ class Daemon:
             phases.done("stages")
             # The adapter states stay in the store until their file is read, and the
             # cursors of gone files until their path is seen again.
-            ingestor.cursors = store.load_cursors(
+            ingestor.cursors = store.cursors.load(
                 states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS, gone=False
             )
-            ingestor.state_loader = store.cursor_state
-            ingestor.gone_loader = store.gone_cursor
+            ingestor.cursor_store = store.cursors
             phases.done("cursors")
         finally:
             watching.join()
@@ -262,7 +261,7 @@ class Daemon:
             watch_modes=watcher.modes,
             scan=self.board.scan.get("enabled"),
             cursors=len(self.components.ingestor.cursors),  # gone ones when seen again
-            files_gone=store.gone_count(),  # their cursors stay in the store
+            files_gone=store.cursors.gone_count(),  # their cursors stay in the store
             start_ms=phases.ms,  # where the start went (wall ms per phase)
         )
         if not self.board.scan.get("enabled"):

@@ -295,7 +295,7 @@ def _ingest_copy0(cfg: Config, store: Store) -> list[_FileCapture]:
     derive, scan, project_root_for, _ = build_stages(cfg)
     ingestor = Ingestor(max_line_bytes=cfg.max_line_bytes, derive=derive, scan=scan,
                         project_root_for=project_root_for)
-    ingestor.cursors = store.load_cursors()
+    ingestor.cursors = store.cursors.load()
     roots, extra = cfg.roots(), cfg.extra_sources()
     captured = []
     try:

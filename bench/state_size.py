@@ -1,6 +1,6 @@
 """The files' adapter states (``sources.state``) of a store, packed: their bytes as JSON and
 as each candidate packer stores them, the CPU of packing.pack and unpack per state, and
-the start's SQL (Store.load_cursors(states=False, sidecar_adapters=...): the sidecar
+the start's SQL (CursorStore.load(states=False, sidecar_adapters=...): the sidecar
 signatures out of the states) on the states raw and packed, at the store's own number of
 sources and with its sources copied up to ``--sources``. Prints sizes and times only.
 

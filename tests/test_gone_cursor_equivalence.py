@@ -44,13 +44,12 @@ class Side:
     def restart(self) -> None:
         self.ingestor = Ingestor(max_line_bytes=1 << 20)
         if self.lazy:
-            self.ingestor.cursors = self.store.load_cursors(
+            self.ingestor.cursors = self.store.cursors.load(
                 states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS, gone=False
             )
-            self.ingestor.state_loader = self.store.cursor_state
-            self.ingestor.gone_loader = self.store.gone_cursor
+            self.ingestor.cursor_store = self.store.cursors
         else:
-            self.ingestor.cursors = self.store.load_cursors()
+            self.ingestor.cursors = self.store.cursors.load()
 
     def reconcile(self, specs: list[sources.SourceSpec]) -> None:
         """Daemon._reconcile's queue, read to the end: the files on disk with news, and

@@ -36,7 +36,7 @@ def ingest(db: Path, files: list[tuple[str, Path]], home: Path) -> None:
         max_line_bytes=1 << 22, derive=Deriver(roots.root_for, home=str(home))
     )
     store = Store(db)
-    ingestor.cursors.update(store.load_cursors())
+    ingestor.cursors.update(store.cursors.load())
     for adapter, path in files:
         spec = sources.SourceSpec(str(path), adapter, sources.JSONL, str(home))
         while True:
@@ -280,7 +280,7 @@ def _ingest_with_restarts(
         roots = ProjectRoots()
         ingestor = Ingestor(max_line_bytes=1 << 20, derive=Deriver(roots.root_for, home=str(home)))
         store = Store(db)
-        ingestor.cursors.update(store.load_cursors())
+        ingestor.cursors.update(store.cursors.load())
         crashed = False
         while pending and not crashed:
             spec = sources.SourceSpec(str(pending[0]), adapter, sources.JSONL, str(home))

@@ -120,7 +120,7 @@ def test_document_state_persists_across_versions_and_crashes_are_counted(
         store.commit(batch)
         models += [r.model for r in batch.sessions]
         # What a restart sees: the state comes back from the store.
-        ingestor.cursors = store.load_cursors()
+        ingestor.cursors = store.cursors.load()
     store.close()
     cursor = ingestor.cursors[str(path)]
     assert models == ["v1", "v2"]
@@ -144,7 +144,7 @@ def test_real_adapters_get_a_document_state_and_leave_it(tmp_path: Path) -> None
 
 
 def test_a_restart_reads_no_state_until_a_file_is_read_sidecars_included(tmp_path: Path) -> None:
-    """The daemon's start leaves every adapter state in the store (load_cursors with
+    """The daemon's start leaves every adapter state in the store (CursorStore.load with
     states=False). A Copilot transcript's sidecar signature lives in its state: the
     reconcile's check fetches it, finds nothing new, and sees a sidecar edit."""
     import shutil
@@ -160,14 +160,14 @@ def test_a_restart_reads_no_state_until_a_file_is_read_sidecars_included(tmp_pat
     batch = Batch()
     ingestor.ingest(spec, batch, 1 << 20)
     store.commit(batch)
-    stored = store.cursor_state(ingestor.cursors[spec.path].source_id or 0)
+    stored = store.cursors.state(ingestor.cursors[spec.path].source_id or 0)
     assert stored is not None and b"sig" in stored
     # Stored packed (store/packing.py): the start's SQL unpacks it to find the signature.
     (raw,) = store.conn.execute("SELECT state FROM sources").fetchone()
     assert raw[:1] == packing.PACKED_V1 and packing.unpack(raw) == stored
 
-    again = Ingestor(max_line_bytes=1 << 20, state_loader=store.cursor_state)
-    again.cursors = store.load_cursors(states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS)
+    again = Ingestor(max_line_bytes=1 << 20, cursor_store=store.cursors)
+    again.cursors = store.cursors.load(states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS)
     cursor = again.cursors[spec.path]
     assert (cursor.state, cursor.state_json, cursor.state_in_store) == (None, None, True)
     held = orjson.loads(stored)["~sidecar"]["sig"]
@@ -181,7 +181,7 @@ def test_a_restart_reads_no_state_until_a_file_is_read_sidecars_included(tmp_pat
     # The sidecar edited: news.
     sidecar = Path(sources.sidecar_of(spec) or "")
     sidecar.write_text(sidecar.read_text() + "summary: renamed\n")
-    third = Ingestor(max_line_bytes=1 << 20, state_loader=store.cursor_state)
-    third.cursors = store.load_cursors(states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS)
+    third = Ingestor(max_line_bytes=1 << 20, cursor_store=store.cursors)
+    third.cursors = store.cursors.load(states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS)
     assert third.needs_read(spec, events.stat()) is True
     store.close()

@@ -48,12 +48,12 @@ def test_bounded_rounds_and_the_cursor_survive_a_restart(tmp_path: Path) -> None
     ing = Ingestor(max_line_bytes=1 << 20)
     assert _drain(ing, store, spec) > 2  # pages of at most 500 rows
     assert _count(store_path, "prompt") == 600
-    state = store.load_cursors()[str(db)].load_state()
+    state = store.cursors.load()[str(db)].load_state()
     assert state is not None and set(state) == {"adapter", "reader"}
     # A restart: the persisted cursor reads only what is new.
     ing.close()
     again = Ingestor(max_line_bytes=1 << 20)
-    again.cursors = store.load_cursors()
+    again.cursors = store.cursors.load()
     conn = apsw.Connection(str(db))
     with conn:
         add_opencode_turn(conn, "ses_e2e0000", 99, T0 + 99_000)

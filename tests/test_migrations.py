@@ -184,7 +184,7 @@ def test_an_existing_store_still_migrates_with_its_progress(tmp_path: Path) -> N
     assert chunked_pending(tmp_path / "old.db") is MIGRATIONS[at].body
     told: list[tuple[str, int, int]] = []
     store = Store(tmp_path / "old.db", progress=lambda *a: told.append(a))
-    assert store.cursor_state(1) == orjson.dumps({"turn": 1})
+    assert store.cursors.state(1) == orjson.dumps({"turn": 1})
     store.close()
     assert told == [("pack_states", 0, 1), ("pack_states", 1, 1)]
 

@@ -114,29 +114,29 @@ def test_states_are_stored_packed_and_load_as_saved(tmp_path: Path) -> None:
 
     s2 = Store(tmp_path / "db.sqlite")
     # Every state at once (states=True): unpacked JSON, decoded when the file is read.
-    loaded = s2.load_cursors()
+    loaded = s2.cursors.load()
     assert loaded[CODEX].state_json == orjson.dumps(_state(7))
     assert {p: c.load_state() for p, c in loaded.items()} == {
         CODEX: _state(7), COPILOT: copilot, "/h/short.jsonl": {"turn": 1}}
     # The start's way: no state, the sidecar signature alone (by SQL, unpacked), then a
     # state fetched when its file is read.
-    start = s2.load_cursors(states=False, sidecar_adapters=("copilot", "gemini"), gone=False)
+    start = s2.cursors.load(states=False, sidecar_adapters=("copilot", "gemini"), gone=False)
     assert {p: (c.state, c.state_json, c.state_in_store) for p, c in start.items()} == {
         p: (None, None, True) for p in (CODEX, COPILOT, "/h/short.jsonl")}
     assert (start[COPILOT].sidecar_sig, start[CODEX].sidecar_sig) == (SIG, None)
-    assert s2.cursor_state(start[COPILOT].source_id or 0) == orjson.dumps(copilot)
-    assert s2.cursor_state(start[CODEX].source_id or 0) == orjson.dumps(_state(7))
+    assert s2.cursors.state(start[COPILOT].source_id or 0) == orjson.dumps(copilot)
+    assert s2.cursors.state(start[CODEX].source_id or 0) == orjson.dumps(_state(7))
 
     # Saved again undecoded (loaded with states=True, the file marked gone): packed again,
     # the same bytes as before (not packed twice).
-    c = s2.load_cursors()[CODEX]
+    c = s2.cursors.load()[CODEX]
     assert c.state is None and c.state_json is not None
     c.gone_at = "2026-01-01T00:00:00Z"
     b2 = Batch()
     b2.cursors[CODEX] = c
     s2.commit(b2)
     assert _stored(s2.conn)[CODEX] == raw[CODEX]
-    assert s2.load_cursors()[CODEX].load_state() == _state(7)
+    assert s2.cursors.load()[CODEX].load_state() == _state(7)
     s2.close()
 
 
@@ -215,9 +215,9 @@ def test_the_states_migration_packs_them_in_chunks_and_resumes_after_a_kill(tmp_
         ("blob", SOURCES - 24), ("null", 24)]
     conn.close()
     store = Store(db)  # at the current version: nothing more to migrate
-    got = {p: c.load_state() for p, c in store.load_cursors().items()}
+    got = {p: c.load_state() for p, c in store.cursors.load().items()}
     assert got == want
-    assert store.cursor_state(2 * 1234) == orjson.dumps(_state(1234))
+    assert store.cursors.state(2 * 1234) == orjson.dumps(_state(1234))
     store.close()
 
 
@@ -237,7 +237,7 @@ def test_migrate_packs_the_states_of_a_store_and_the_daemon_reads_them(tmp_path:
     assert stored[:1] == PACKED_V1 and unpack(stored) == orjson.dumps(copilot)
     conn.close()
     store = Store(db)
-    (c,) = store.load_cursors(states=False, sidecar_adapters=("copilot",)).values()
+    (c,) = store.cursors.load(states=False, sidecar_adapters=("copilot",)).values()
     assert (c.sidecar_sig, c.state_in_store) == (SIG, True)
-    assert orjson.loads(store.cursor_state(c.source_id or 0) or b"") == copilot
+    assert orjson.loads(store.cursors.state(c.source_id or 0) or b"") == copilot
     store.close()

@@ -84,7 +84,7 @@ def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
     store.commit(b)
     store.close()
     s2 = Store(tmp_path / "db.sqlite")
-    c = s2.load_cursors()["/x/a.jsonl"]
+    c = s2.cursors.load()["/x/a.jsonl"]
     # Loaded undecoded (a start does not decode every file's state), decoded when read.
     assert (c.offset, c.state, c.state_json) == (100, None, b'{"turn":3,"pending":{"c":["shell",{"a":1}]}}')
     # Saved again undecoded (a file marked gone, say): the state is kept as it was.
@@ -94,7 +94,7 @@ def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
     s2.commit(b2)
     s2.close()
     s3 = Store(tmp_path / "db.sqlite")
-    c3 = s3.load_cursors()["/x/a.jsonl"]
+    c3 = s3.cursors.load()["/x/a.jsonl"]
     assert c3.gone_at == "2026-01-01T00:00:00Z"
     assert c3.load_state() == {"turn": 3, "pending": {"c": ["shell", {"a": 1}]}}
     assert (c3.state_json, c3.load_state()) == (None, {"turn": 3, "pending": {"c": ["shell", {"a": 1}]}})
@@ -102,7 +102,7 @@ def test_cursor_saved_with_events(store: Store, tmp_path: Path) -> None:
 
 
 def test_cursor_states_left_in_the_store_until_read(store: Store, tmp_path: Path) -> None:
-    """The daemon's start reads no adapter state (Store.load_cursors(states=False)): a
+    """The daemon's start reads no adapter state (CursorStore.load(states=False)): a
     cursor saved untouched keeps the stored state, and the ingestor fetches it from the
     store when its file is read."""
     from agentsrc_daemon.ingest.round import Ingestor
@@ -111,7 +111,7 @@ def test_cursor_states_left_in_the_store_until_read(store: Store, tmp_path: Path
     b.cursors["/x/a.jsonl"].state = {"turn": 3}
     b.cursors["/x/b.jsonl"] = Cursor("/x/b.jsonl", "codex", "jsonl", offset=7)
     store.commit(b)
-    cursors = store.load_cursors(states=False)
+    cursors = store.cursors.load(states=False)
     a, other = cursors["/x/a.jsonl"], cursors["/x/b.jsonl"]
     assert (a.state, a.state_json, a.state_in_store) == (None, None, True)
     with pytest.raises(RuntimeError):
@@ -124,8 +124,8 @@ def test_cursor_states_left_in_the_store_until_read(store: Store, tmp_path: Path
     ing = Ingestor(max_line_bytes=1 << 20)
     with pytest.raises(RuntimeError):
         ing.load_state(other)  # no loader
-    ing.state_loader = store.cursor_state
-    again = store.load_cursors(states=False)["/x/a.jsonl"]
+    ing.cursor_store = store.cursors
+    again = store.cursors.load(states=False)["/x/a.jsonl"]
     assert again.gone_at == "2026-01-01T00:00:00Z"
     ing.load_state(again)
     assert (again.state, again.state_json, again.state_in_store) == ({"turn": 3}, None, False)
@@ -136,8 +136,8 @@ def test_cursor_states_left_in_the_store_until_read(store: Store, tmp_path: Path
     b3 = Batch()
     b3.cursors[again.path] = again
     store.commit(b3)
-    assert store.cursor_state(again.source_id or 0) == b'{"turn":4}'
-    assert store.load_cursors()["/x/a.jsonl"].load_state() == {"turn": 4}
+    assert store.cursors.state(again.source_id or 0) == b'{"turn":4}'
+    assert store.cursors.load()["/x/a.jsonl"].load_state() == {"turn": 4}
 
 
 def test_message_parts_merge_once(store: Store, tmp_path: Path) -> None:
@@ -465,8 +465,8 @@ def test_the_page_indexes_migration_resumes_after_a_kill(tmp_path: Path) -> None
 
 
 def test_gone_cursors_left_out_at_start_and_fetched_by_path(store: Store) -> None:
-    """The daemon's start loads the live files' cursors only (load_cursors(gone=False));
-    a gone file's cursor is fetched by its path (Store.gone_cursor) with every field as
+    """The daemon's start loads the live files' cursors only (CursorStore.load(gone=False));
+    a gone file's cursor is fetched by its path (CursorStore.gone_cursor) with every field as
     the full load has it, and the ingestor keeps it once fetched."""
     from agentsrc_daemon.ingest import sources
     from agentsrc_daemon.ingest.round import Ingestor
@@ -476,27 +476,27 @@ def test_gone_cursors_left_out_at_start_and_fetched_by_path(store: Store) -> Non
     b.cursors["/x/a.jsonl"].skipped = {"malformed_json": 2}
     b.cursors["/x/b.jsonl"] = Cursor("/x/b.jsonl", "codex", "jsonl", offset=7, ino=5, dev=1)
     store.commit(b)
-    gone = store.load_cursors(states=False)["/x/a.jsonl"]
+    gone = store.cursors.load(states=False)["/x/a.jsonl"]
     gone.gone_at, gone.generation, gone.lines = "2026-01-01T00:00:00Z", 3, 11
     b2 = Batch()
     b2.cursors[gone.path] = gone
     store.commit(b2)
 
-    assert sorted(store.load_cursors(states=False, gone=False)) == ["/x/b.jsonl"]
-    assert sorted(store.load_cursors(states=False)) == ["/x/a.jsonl", "/x/b.jsonl"]
-    assert store.gone_count() == 1
-    full = store.load_cursors(states=False)["/x/a.jsonl"]
-    fetched = store.gone_cursor("/x/a.jsonl")
+    assert sorted(store.cursors.load(states=False, gone=False)) == ["/x/b.jsonl"]
+    assert sorted(store.cursors.load(states=False)) == ["/x/a.jsonl", "/x/b.jsonl"]
+    assert store.cursors.gone_count() == 1
+    full = store.cursors.load(states=False)["/x/a.jsonl"]
+    fetched = store.cursors.gone_cursor("/x/a.jsonl")
     assert fetched == full  # the same fields, the state still in the store
     assert (fetched.gone_at, fetched.generation, fetched.lines, fetched.skipped) == (
         "2026-01-01T00:00:00Z", 3, 11, {"malformed_json": 2}
     )
-    assert store.gone_cursor("/x/b.jsonl") is None  # live: not a gone cursor
-    assert store.gone_cursor("/x/never.jsonl") is None
+    assert store.cursors.gone_cursor("/x/b.jsonl") is None  # live: not a gone cursor
+    assert store.cursors.gone_cursor("/x/never.jsonl") is None
 
     ing = Ingestor(max_line_bytes=1 << 20)
-    ing.cursors = store.load_cursors(states=False, gone=False)
-    ing.state_loader, ing.gone_loader = store.cursor_state, store.gone_cursor
+    ing.cursors = store.cursors.load(states=False, gone=False)
+    ing.cursor_store = store.cursors
     spec = sources.SourceSpec("/x/a.jsonl", "codex", sources.JSONL, "/x")
     c = ing.cursor_for(spec)
     assert c.source_id == full.source_id and c.generation == 3

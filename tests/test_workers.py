@@ -231,7 +231,7 @@ def test_a_round_read_in_pieces_commits_what_the_whole_round_does(
     assert together.round.bytes == size and together.cursor.offset == size
     c.commit(together.batch)
     assert _rows(a) == _rows(b) == _rows(c) and len(_rows(a)) > 100
-    saved = [st.load_cursors()[s.path] for st in (a, b, c)]
+    saved = [st.cursors.load()[s.path] for st in (a, b, c)]
     assert {(x.offset, x.lines, orjson.dumps(x.load_state())) for x in saved} == {
         (size, saved[0].lines, orjson.dumps(saved[0].load_state()))
     }

@@ -150,7 +150,7 @@ class Committer:
         """The transaction rolled back: the batch's files go back to their committed
         cursors and into the queue, read again once the next try is due."""
         paths = list(batch.cursors)
-        committed = self.store.committed_cursors(paths)
+        committed = self.store.cursors.committed(paths)
         ingestor = self.ingestor()
         for path in paths:
             ingestor.restore(path, committed.get(path))

@@ -40,6 +40,7 @@ from ..events import (
     TurnFacts,
 )
 from ..store import Batch, DocumentFacts, utc_now
+from ..store.cursors import CursorStore
 from . import fingerprint, sources, tail
 from .opencode_db import OpenCodeDB
 
@@ -171,20 +172,18 @@ class Ingestor:
     readers: dict[str, OpenCodeDB] = field(default_factory=dict)
     caught_up: set[str] = field(default_factory=set)
     busy: dict[str, float] = field(default_factory=dict)  # path -> the next retry delay
-    # A cursor's state left in the store at start (Cursor.state_in_store), by source id:
-    # Store.cursor_state, set by the daemon.
-    state_loader: Callable[[int], bytes | str | None] | None = None
-    # The cursors of files marked gone are left in the store at start too (most never
-    # come back): Store.gone_cursor, by path, set by the daemon. ``known_cursor`` asks it
-    # for a path that has no cursor in memory, so a file seen again carries on from its
-    # old cursor (its offset, its identity, its generation) as if it had been loaded.
-    gone_loader: Callable[[str], Cursor | None] | None = None
+    # The store's cursors (the Store's, set by the daemon): a cursor's state left in the
+    # store at start (Cursor.state_in_store) is fetched by its source id
+    # (``load_state``), and the cursors of files marked gone, left there at start too
+    # (most never come back), by path: ``known_cursor`` asks for a path that has no
+    # cursor in memory, so a file seen again carries on from its old cursor (its
+    # offset, its identity, its generation) as if it had been loaded.
+    cursor_store: CursorStore | None = None
 
     def take_over(self, old: Ingestor) -> None:
         """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
         self.cursors = old.cursors
-        self.state_loader = old.state_loader
-        self.gone_loader = old.gone_loader
+        self.cursor_store = old.cursor_store
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
 
@@ -207,8 +206,8 @@ class Ingestor:
         """The path's cursor: the one in memory, or a gone file's fetched from the store
         (then kept in memory); None for a path never seen."""
         c = self.cursors.get(path)
-        if c is None and self.gone_loader is not None:
-            c = self.gone_loader(path)
+        if c is None and self.cursor_store is not None:
+            c = self.cursor_store.gone_cursor(path)
             if c is not None:
                 self.cursors[path] = c
         return c
@@ -223,9 +222,9 @@ class Ingestor:
         """The cursor's adapter state, fetched from the store if it was left there at
         start, and decoded (before a round, here or in a worker)."""
         if cursor.state_in_store:
-            if self.state_loader is None or cursor.source_id is None:
+            if self.cursor_store is None or cursor.source_id is None:
                 raise RuntimeError(f"no way to read the state of {cursor.path} from the store")
-            cursor.state_json = self.state_loader(cursor.source_id)
+            cursor.state_json = self.cursor_store.state(cursor.source_id)
             cursor.state_in_store = False
         cursor.load_state()
 

@@ -18,7 +18,6 @@ the order the claims arrive in.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import apsw
 import orjson
 
-from ..cursor import SIDECAR_KEY, Cursor
+from ..cursor import Cursor
 from ..events import (
     CLAIM_COPY,
     COMPACTION,
@@ -42,6 +41,7 @@ from ..events import (
 from . import aggregates, packing, wal
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .connection import connect, secure_file
+from .cursors import CursorStore
 from .migrations.runner import Progress, migrate
 from .packing import pack
 from .search_index import SearchIndex
@@ -108,14 +108,6 @@ class _SessionTally:
     last_ts: str | None = None
 
 
-# A cursor's row (Store._cursor_of); the state and the sidecar signature are chosen by
-# the query.
-_CURSOR_COLUMNS = (
-    "id, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,"
-    " skipping, {state}, generation, lines, skipped, gone_at, {sig}"
-)
-
-
 class Store:
     """The writer side: one per daemon, used from the ingest thread only."""
 
@@ -132,7 +124,9 @@ class Store:
             os.umask(old_umask)
         for suffix in ("", "-wal", "-shm"):
             secure_file(Path(str(db_path) + suffix))
-        self._source_ids: dict[str, int] = {}
+        # The files' cursors, saved in the commits' transactions (and handed to the
+        # Ingestor for what the start left in the store).
+        self.cursors = CursorStore(self.conn)
         # The integer keys of session and turn ids (schema 16), as committed: emptied
         # when a commit fails (its new keys were rolled back with it).
         self._keys: dict[str, dict[str, int]] = {table: {} for table in KEY_TABLES}
@@ -168,128 +162,6 @@ class Store:
         (appends touch a few pages per commit; the OS keeps the file's pages cached)."""
         self.conn.execute(f"PRAGMA cache_size=-{LIVE_CACHE_KIB}")
         self.conn.execute("PRAGMA shrink_memory")
-
-    # ---- cursors ---------------------------------------------------------------
-
-    def load_cursors(
-        self, *, states: bool = True, sidecar_adapters: Iterable[str] = (), gone: bool = True
-    ) -> dict[str, Cursor]:
-        """Every file's cursor. With ``states`` False (the daemon's start) the adapter
-        states are not read: a large home holds about 100 MB of them (as JSON; under
-        half that packed), and most files are never read again; ``cursor_state`` fetches
-        one when its file is read. Only the sidecar signature of the present sources of
-        ``sidecar_adapters`` is taken from them (by SQLite, which unpacks each: see
-        docs/performance.md, "Store size and migration"). With ``states`` True each
-        state is unpacked here (the cursor holds JSON) and decoded when its file is
-        read. With ``gone`` False (the start too) the files marked gone are
-        left out: a large home has more of them than files on disk (24,203 of 44,203),
-        and one is needed only if its path comes back (``gone_cursor``)."""
-        sidecar_adapters = tuple(sidecar_adapters)  # bound below: an iterator is read once
-        adapters = ",".join("?" * len(sidecar_adapters)) or "NULL"
-        sig_column = (
-            f"CASE WHEN gone_at IS NULL AND adapter IN ({adapters}) THEN"
-            f" json_extract(CAST(unpack(state) AS TEXT), '$.\"{SIDECAR_KEY}\".sig') END"
-            if not states else "NULL"
-        )
-        columns = _CURSOR_COLUMNS.format(
-            state="state" if states else "NULL", sig=sig_column
-        )
-        where = "" if gone else " WHERE gone_at IS NULL"
-        rows = self.conn.execute(
-            f"SELECT {columns} FROM sources{where}", sidecar_adapters if not states else ()
-        )
-        return {c.path: c for c in (self._cursor_of(row, states) for row in rows)}
-
-    def gone_cursor(self, path: str) -> Cursor | None:
-        """The cursor of a file marked gone, by its path (one lookup in the path's
-        unique index), its state left in the store as at start; None if the path has
-        no cursor or a live one. For a path seen again that the start did not load
-        (``load_cursors(gone=False)``): it carries on from where the file was (same
-        file moved back) or starts a new generation (another file there)."""
-        row = self.conn.execute(
-            "SELECT " + _CURSOR_COLUMNS.format(state="NULL", sig="NULL")
-            + " FROM sources WHERE path = ? AND gone_at IS NOT NULL",
-            (path,),
-        ).fetchone()
-        return self._cursor_of(row, False) if row is not None else None
-
-    def gone_count(self) -> int:
-        """How many files are marked gone (from their partial index)."""
-        row = self.conn.execute(
-            "SELECT COUNT(*) FROM sources INDEXED BY sources_gone WHERE gone_at IS NOT NULL"
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def _cursor_of(self, row: tuple[Any, ...], states: bool) -> Cursor:
-        (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
-         skipping, state, generation, lines, skipped, gone_at, sig) = row
-        self._source_ids[path] = sid
-        return Cursor(
-            path=path,
-            adapter=adapter,
-            mode=mode,
-            source_id=sid,
-            dev=dev,
-            ino=ino,
-            size=size,
-            mtime_ns=mtime_ns,
-            offset=offset,
-            head_len=head_len,
-            head_hash=head_hash,
-            skipping=bool(skipping),
-            state_json=packing.unpack(state) or None,  # decoded when the file is read
-            state_in_store=not states,
-            sidecar_sig=orjson.loads(sig) if sig else None,
-            generation=generation,
-            lines=lines,
-            skipped=orjson.loads(skipped) if skipped and skipped != "{}" else {},
-            gone_at=gone_at,
-        )
-
-    def committed_cursors(self, paths: Iterable[str]) -> dict[str, Cursor]:
-        """After a commit that failed (rolled back): the cursors of ``paths`` as the
-        database has them (a file absent has none committed). The source ids are
-        re-read too: the failed transaction may have made some that no longer exist."""
-        self._source_ids.clear()
-        committed = self.load_cursors()
-        return {p: committed[p] for p in paths if p in committed}
-
-    def cursor_state(self, source_id: int) -> bytes | str | None:
-        """One file's adapter state (JSON, unpacked), for a cursor loaded without it."""
-        row = self.conn.execute("SELECT state FROM sources WHERE id=?", (source_id,)).fetchone()
-        return (packing.unpack(row[0]) or None) if row is not None else None
-
-    def _source_id(self, cursor: Cursor) -> int:
-        sid = cursor.source_id or self._source_ids.get(cursor.path)
-        if sid is None:
-            row = self.conn.execute(
-                "INSERT INTO sources(path, adapter, mode) VALUES(?,?,?)"
-                " ON CONFLICT(path) DO UPDATE SET adapter=excluded.adapter RETURNING id",
-                (cursor.path, cursor.adapter, cursor.mode),
-            ).fetchone()
-            assert row is not None
-            sid = int(row[0])
-        self._source_ids[cursor.path] = sid
-        cursor.source_id = sid
-        return sid
-
-    def _save_cursor(self, c: Cursor) -> None:
-        sid = self._source_id(c)
-        # A state that never left the store (a file marked gone, say) is kept as it is;
-        # any other is stored packed (store/packing.py: 0.43 of its JSON, measured).
-        state = "" if c.state_in_store else " state=?,"
-        values: tuple[Any, ...] = () if c.state_in_store else (
-            pack(orjson.dumps(c.state)) if c.state is not None
-            else packing.repack(c.state_json) if c.state_json else None,
-        )
-        self.conn.execute(
-            "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?,"
-            f" head_len=?, head_hash=?, skipping=?,{state} generation=?, lines=?, skipped=?,"
-            " gone_at=?, updated_at=? WHERE id=?",
-            (c.adapter, c.mode, c.dev, c.ino, c.size, c.mtime_ns, c.offset, c.head_len,
-             c.head_hash, int(c.skipping), *values, c.generation, c.lines,
-             orjson.dumps(c.skipped).decode(), c.gone_at, utc_now(), sid),
-        )
 
     # ---- the commit --------------------------------------------------------------
 
@@ -330,7 +202,7 @@ class Store:
             prepare(batch)
         with self.conn:
             for cursor in batch.cursors.values():
-                self._source_id(cursor)
+                self.cursors.source_id(cursor)
             for facts in coalesce_facts(batch.sessions):
                 self._merge_session(facts)
                 if facts.title is not None:
@@ -363,7 +235,7 @@ class Store:
                     (len(inserted),),
                 )
             for session_id, path in batch.session_sources:
-                src = self._source_ids.get(path)
+                src = self.cursors.source_ids.get(path)
                 if src is not None:
                     self.conn.execute(
                         "INSERT OR IGNORE INTO session_sources(session_id, source_id) VALUES(?,?)",
@@ -390,7 +262,7 @@ class Store:
                     (utc_now(), path),
                 )
             for cursor in batch.cursors.values():
-                self._save_cursor(cursor)
+                self.cursors.save(cursor)
         return inserted
 
     def _merge_session(self, f: SessionFacts) -> None:
@@ -489,10 +361,10 @@ class Store:
             "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event_rows'), 0)"
         ).fetchone()
         before = int(row[0]) if row else 0
-        source_ids = self._source_ids
+        source_ids = self.cursors.source_ids
         for r in prepared:
             if r.source_path not in source_ids:
-                self._source_id(Cursor(r.source_path, r.adapter, "jsonl"))
+                self.cursors.source_id(Cursor(r.source_path, r.adapter, "jsonl"))
         session_keys = self._keys_of("session_keys", {r.session_id for r in prepared})
         turn_keys = self._keys_of("turn_keys", {r.turn_id for r in prepared})
         adapter_keys = self._keys_of("adapter_keys", {r.adapter for r in prepared})
@@ -634,7 +506,7 @@ class Store:
             (self._keys_of("session_keys", {r.session_id})[r.session_id], r.holder, r.claim,
              r.claim_since, r.subagent_id,
              None if r.turn_id is None else self._keys_of("turn_keys", {r.turn_id})[r.turn_id],
-             r.ts, self._source_ids[r.source_path], r.offset, packed, revision, eid),
+             r.ts, self.cursors.source_ids[r.source_path], r.offset, packed, revision, eid),
         )
         if revision == r.revision and r.data != s_data:
             self.search_index.reindex(eid, r)
