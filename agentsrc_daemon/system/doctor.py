@@ -31,6 +31,7 @@ import apsw
 from agentsrc_daemon.config import Config
 from agentsrc_daemon.errors import ServiceError
 from agentsrc_daemon.rpc.client import Client
+from agentsrc_daemon.store import health
 from agentsrc_daemon.system.service import (
     ServiceStatus,
     ServiceTarget,
@@ -328,12 +329,7 @@ def check_integrity(cfg: Config) -> Check | None:
         return None  # reported by check_database_file
     stop_first = "stop the daemon (systemctl --user stop agentsrc), back the file up, then "
     try:
-        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            conn.setbusytimeout(QUICK_CHECK_BUSY_MS)
-            rows = [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
-        finally:
-            conn.close()
+        rows = health.quick_check(db, QUICK_CHECK_BUSY_MS)
     except apsw.Error as exc:
         return Check(
             "integrity",
@@ -426,21 +422,13 @@ def check_disk(cfg: Config, usage: Callable[[Path], DiskUsage] = disk_usage) -> 
 
 def check_largest_sessions(cfg: Config, limit: int = LARGEST_SESSIONS) -> Check | None:
     """The sessions with the most records, by their maintained counters (prompts,
-    messages, tool calls): one read of the sessions table, never a scan of events."""
+    messages, tool calls): one read of the sessions table, never a scan of events
+    (store/health.py)."""
     db = cfg.db_path
     if not db.is_file():
         return None
     try:
-        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            conn.setbusytimeout(QUICK_CHECK_BUSY_MS)
-            rows = list(conn.execute(
-                "SELECT id, prompts + messages + tool_calls AS n, prompts, messages, tool_calls,"
-                " total_tokens FROM sessions ORDER BY n DESC, id LIMIT ?", (limit,)
-            ))
-            total = conn.execute("SELECT count(*) FROM sessions").fetchall()[0][0]
-        finally:
-            conn.close()
+        rows, total = health.largest_sessions(db, limit, QUICK_CHECK_BUSY_MS)
     except apsw.Error as exc:
         return Check("largest sessions", True, f"cannot read the sessions: {type(exc).__name__}:"
                      f" {_one_line(str(exc))}", warning=True)

@@ -1,0 +1,40 @@
+"""What ``agentsrc doctor`` asks of the store file itself (system/doctor.py words the
+checks): its integrity, and its largest sessions. Each on a read-only connection of its
+own, opened and closed here, while the daemon may be writing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+
+def quick_check(db: Path, busy_ms: int) -> list[str]:
+    """``PRAGMA quick_check``: ``["ok"]``, or the problems it found. Raises apsw.Error
+    when the file cannot be read."""
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.setbusytimeout(busy_ms)
+        return [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
+    finally:
+        conn.close()
+
+
+def largest_sessions(db: Path, limit: int, busy_ms: int) -> tuple[list[tuple[Any, ...]], int]:
+    """The ``limit`` sessions with the most records, by their maintained counters (one
+    read of the sessions table, never a scan of events): (id, records, prompts,
+    messages, tool calls, total tokens) each; and how many sessions there are. Raises
+    apsw.Error when the file cannot be read."""
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.setbusytimeout(busy_ms)
+        rows = list(conn.execute(
+            "SELECT id, prompts + messages + tool_calls AS n, prompts, messages, tool_calls,"
+            " total_tokens FROM sessions ORDER BY n DESC, id LIMIT ?", (limit,)
+        ))
+        total = conn.execute("SELECT count(*) FROM sessions").fetchall()[0][0]
+    finally:
+        conn.close()
+    assert isinstance(total, int)  # COUNT(*)
+    return rows, total
