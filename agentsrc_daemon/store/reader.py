@@ -300,10 +300,6 @@ class Reader:
                 self.conn, since_ts=since_ts, until_ts=until_ts, project=project, agent=agent
             )
 
-    def event_count(self) -> int:
-        row = self.conn.execute("SELECT COUNT(*) FROM events").fetchone()
-        return int(row[0]) if row else 0
-
     # -- the web page's views (their SQL in timeline.py, activity.py, breakdowns.py)
     def session_timeline(self, session_id: str, **kw: Any) -> dict[str, Any]:
         return timeline.session_timeline(self.conn, session_id, **kw)
