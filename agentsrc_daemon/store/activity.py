@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 import orjson
 
 from .vocabulary import COMMAND_FAILED
-
-if TYPE_CHECKING:
-    from .reader import Reader
 
 PROMPT_CHARS = 300
 
@@ -81,13 +78,12 @@ def session_filters(
     return out
 
 
-def live_sessions(reader: Reader, since_ts: str, limit: int) -> dict[str, Any]:
-    """The sessions whose last event is at or after ``since_ts``, latest first, each
-    with ``turn`` (the latest: id, start, end, status, its number), ``last_prompt``
-    and ``last_tool_call``."""
-    listing = reader.sessions_listing(since_ts=since_ts, limit=limit)
-    sessions = listing["sessions"]
-    conn = reader.conn
+def live_sessions(
+    conn: apsw.Connection, sessions: list[dict[str, Any]], since_ts: str
+) -> dict[str, Any]:
+    """The sessions whose last event is at or after ``since_ts`` (sessions.list's first
+    page from then, latest first: ``sessions``), each with ``turn`` (the latest: id,
+    start, end, status, its number), ``last_prompt`` and ``last_tool_call``."""
     with conn:
         for s in sessions:
             s.pop("_key", None)

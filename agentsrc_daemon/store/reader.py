@@ -305,7 +305,8 @@ class Reader:
         return timeline.session_timeline(self.conn, session_id, **kw)
 
     def live_sessions(self, since_ts: str, limit: int) -> dict[str, Any]:
-        return activity.live_sessions(self, since_ts, limit)
+        listing = self.sessions_listing(since_ts=since_ts, limit=limit)
+        return activity.live_sessions(self.conn, listing["sessions"], since_ts)
 
     def count_sessions(self, **filters: Any) -> int:
         return activity.count_sessions(self.conn, self.db_path, **filters)
