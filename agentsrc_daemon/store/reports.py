@@ -102,6 +102,9 @@ def _in_span(span: Span, table: str, columns: str, boundary_columns: str, group:
     return f"WITH b AS MATERIALIZED ({boundary}), x AS MATERIALIZED ({x}) ", [*args, *span.agg_args]
 
 
+# Over 60 lines: the report's sections, each one query over the aggregates in the
+# caller's read transaction, in the order the answer lists them; apart, each would take
+# the span and the WITH clause it shares with the next.
 def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, Any]:
     """Counts by type, session and project; sensitive reads; reads outside the project
     whose content carried a secret. Ties in a count are ordered by their key."""
@@ -184,6 +187,9 @@ def _sums(table: str) -> str:
     return ", ".join(f"SUM({table}.{f})" for f in USAGE_FIELDS)
 
 
+# Over 60 lines: the parts of one statement (the aggregate's rows in range, the
+# boundary days' rows, the scope) built in the order its SQL needs them, then run once
+# per grouping.
 def usage_summary(
     conn: apsw.Connection,
     *,

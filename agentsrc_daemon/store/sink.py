@@ -366,6 +366,8 @@ class SinkFeed:
     def close(self) -> None:
         self.conn.close()
 
+    # Over 60 lines: the three feeds read in one read transaction, the position moved
+    # past each as it is read; apart, the transaction would be held across calls.
     def next_work(
         self,
         pos: Position,
