@@ -52,8 +52,8 @@ CASES = [
     ("# Context from my IDE setup:\n\n## Open tabs:\n- a.py\n", ""),
     (f"<environment_context>x</environment_context>\n{TYPED}", TYPED),
     # Claude Code
-    (f"<uploaded_files>\n/tmp/outputs/report.pdf\n</uploaded_files>\n\n{TYPED}", TYPED),
-    ("<uploaded_files>\n/tmp/outputs/report.pdf\n</uploaded_files>", ""),
+    (f"<uploaded_files>\n/sessions/quiet-owl/mnt/outputs/report.pdf\n</uploaded_files>\n\n{TYPED}", TYPED),
+    ("<uploaded_files>\n/sessions/quiet-owl/mnt/outputs/report.pdf\n</uploaded_files>", ""),
     (f"<ide_opened_file>The user opened a.py</ide_opened_file>\n{TYPED}", TYPED),
     (f'<system-reminder>\nbe brief\n</system-reminder>\n{TYPED}', TYPED),
     ("<command-name>/model</command-name>\n<command-message>model</command-message>", ""),
