@@ -341,11 +341,15 @@ def claude_counts(projects: Path) -> dict[str, Counts]:
                     counts.commands.append(None)  # Claude Code records no exit code for Bash
             if results or obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("promptSource") == "system":
                 continue
-            text = content if isinstance(content, str) else "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-            text = re.sub(r"^<uploaded_files>.*?</uploaded_files>\s*", "", text.strip(), flags=re.S)
+            parts = [content] if isinstance(content, str) else [b.get("text", "") for b in blocks if b.get("type") == "text"]
+            typed = [
+                t
+                for t in (re.sub(r"^<uploaded_files>.*?</uploaded_files>\s*", "", p.strip(), flags=re.S) for p in parts)
+                if t and not t.startswith(("<", "[Request interrupted", "This session is being continued"))
+            ]
             if sub or obj.get("isSidechain"):
                 counts.briefs += 1
-            elif text and not text.startswith(("<", "[Request interrupted", "This session is being continued")):
+            elif typed:
                 counts.prompts += 1
         elif obj.get("type") == "assistant" and message.get("model") != "<synthetic>":
             mid = message.get("id") or uid
