@@ -302,7 +302,8 @@ def _pending_twin(calls: dict[str, dict[str, Any]], item: dict[str, Any]) -> dic
 
 # --------------------------------------------------------------------------- Claude Code
 
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+# Claude Code's file-writing tools and the operation of their edit (as derive names it).
+EDIT_TOOLS = {"Edit": "update", "MultiEdit": "update", "NotebookEdit": "update", "Write": "write"}
 
 
 def claude_counts(projects: Path) -> dict[str, Counts]:
@@ -359,7 +360,9 @@ def claude_counts(projects: Path) -> dict[str, Counts]:
                 if b.get("type") == "tool_use":
                     calls.setdefault(sid, {})[b["id"]] = b.get("name")
                     if b.get("name") in EDIT_TOOLS:
-                        counts.edits.append((_name((b.get("input") or {}).get("file_path", "")), b["name"]))
+                        inp = b.get("input") or {}
+                        target = inp.get("file_path") or inp.get("notebook_path") or ""
+                        counts.edits.append((_name(target), EDIT_TOOLS[b["name"]]))
             snapshot = message.get("usage") or {}
             best = usage.setdefault(sid, {}).setdefault(mid, dict.fromkeys(USAGE_KEYS, 0))
             for theirs, ours in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
