@@ -1,6 +1,7 @@
-"""No import cycle between the modules of agentsrc_daemon/store: every import, at the top
-of a module or inside a function, parsed with ``ast`` (an import inside a function hid
-the circle between the schema and the aggregates before store/migrations/)."""
+"""No import cycle in agentsrc_daemon, between its modules nor between its packages:
+every import, at the top of a module or inside a function, parsed with ``ast`` (an import
+inside a function hid the circle between the schema and the aggregates before
+store/migrations/, and the one between ingest and store through the cursor record)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,39 @@ def test_the_graph_sees_imports_inside_functions_and_relative_ones() -> None:
 
 def test_no_import_cycle_inside_the_store() -> None:
     assert cycles(import_graph(PACKAGE / "store")) == []
+
+
+def test_no_import_cycle_between_the_modules_of_the_package() -> None:
+    graph = import_graph(PACKAGE)
+    assert len(graph) > 100  # the whole package was read
+    assert cycles(graph) == []
+
+
+def unit_of(module: str) -> str:
+    """The package a module belongs to (``agentsrc_daemon.store``), or the module itself
+    for one at the top (``agentsrc_daemon.config``)."""
+    parts = module.split(".")
+    if len(parts) > 2 or (PACKAGE / parts[-1]).is_dir():
+        return ".".join(parts[:2])
+    return module
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        unit = unit_of(module)
+        out.setdefault(unit, set()).update(unit_of(m) for m in imported)
+        out[unit].discard(unit)
+    return out
+
+
+def test_no_loop_between_packages() -> None:
+    """Imports point one way: no package (or top-level module) imports another that
+    imports it back, directly or through others. (Before issue 25: ingest and store
+    looped through ingest/cursor.py and the store's Batch.)"""
+    packages = package_graph(import_graph(PACKAGE))
+    assert {"agentsrc_daemon.ingest", "agentsrc_daemon.store", "agentsrc_daemon.config",
+            "agentsrc_daemon.daemon"} <= set(packages)
+    assert "agentsrc_daemon.store" in packages["agentsrc_daemon.ingest"]
+    assert cycles(packages) == []
+    assert cycles({"p.a": {"p.b"}, "p.b": {"p.a"}}) == [["p.a", "p.b"]]

@@ -22,16 +22,17 @@ import shlex
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from agentsrc_daemon.config import Config
+from agentsrc_daemon.config import ROOTS, Config
 from agentsrc_daemon.errors import ServiceError
 from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.store import health
+from agentsrc_daemon.system.check import Check
 from agentsrc_daemon.system.service import (
     ServiceStatus,
     ServiceTarget,
@@ -54,26 +55,7 @@ LARGEST_SESSIONS = 5
 DAEMON_TIMEOUT = 5.0  # seconds: a daemon that takes longer to answer "status" is unwell
 
 # Adapter name -> the key under [roots] in the config file.
-ROOT_CONFIG_KEYS = {
-    "codex": "codex",
-    "claude-code": "claude",
-    "muse": "muse",
-    "gemini": "gemini",
-    "copilot": "copilot",
-    "opencode": "opencode",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
-    warning: bool = False  # ok, but worth a look
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+ROOT_CONFIG_KEYS = {spec.agent: spec.key for spec in ROOTS}  # the [roots] key of each
 
 
 def _q(path: Path) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Config
-from .doctor import Check
+from .check import Check
 from .service import (
     MakeDir,
     Plan,
