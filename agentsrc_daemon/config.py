@@ -318,6 +318,15 @@ class Config:
     RESTART_FIELDS = ("data_dir", "socket_path", *(spec.field for spec in ROOTS), "opencode_db",
                       "sink")
 
+    def reload_from(self, new: Config) -> list[str]:
+        """SIGHUP: take what a reload applies from ``new`` (the reconcile interval, the
+        longest line, the whole [scan] table); returns the settings it changes that
+        need a restart instead."""
+        self.reconcile_interval = new.reconcile_interval
+        self.max_line_bytes = new.max_line_bytes
+        self.scan = new.scan
+        return self.restart_needed_for(new)
+
     def restart_needed_for(self, new: Config) -> list[str]:
         """The settings ``new`` changes that a reload (SIGHUP) does not apply."""
         return [n for n in self.RESTART_FIELDS if getattr(new, n) != getattr(self, n)]

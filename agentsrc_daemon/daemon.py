@@ -41,15 +41,14 @@ from .ingest.queue import SourceQueue
 from .ingest.round import Ingestor
 from .ingest.scheduler import FILE_BUDGET_BYTES, RoundScheduler
 from .ingest.status import StatusBoard
-from .ingest.steps import StartPhases, StepTimer
+from .ingest.steps import StartPhases, StartProfile, StepTimer
 from .ingest.watch import DirtySet, Watcher
 from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
 from .store import Reader, Store
 from .store import sink as sink_store
 from .store.migrations.runner import chunked_pending
-from .store.wal import Checkpointer
-from .store.wal_upkeep import WalUpkeep
+from .store.wal import Checkpointer, WalUpkeep
 from .system.datadir import acquire_lock
 from .system.memory import limit_arenas, release_after_backfill
 from .system.notify import Notifier
@@ -122,7 +121,7 @@ class Daemon:
         self.backlog.progress = self.progress  # until live (Backlog.bytes)
         self.board = StatusBoard(cfg, self.progress, self.backlog, self.queue, self.errors,
                                  self.hub, lambda: self.components.scheduler.has_work())
-        self._profile: tuple[Any, Path] | None = None  # config.Tuning.profile_start
+        self._profile = StartProfile(cfg.tuning.profile_start)  # off unless asked
 
     # ---- start-up ----------------------------------------------------------------
 
@@ -163,7 +162,11 @@ class Daemon:
         )
         watching.start()
         try:
-            store = Store(self.cfg.db_path, progress=self._on_migration)
+            tuning = self.cfg.tuning
+            store = Store(self.cfg.db_path, progress=self._on_migration,
+                          search_index=tuning.search_index,
+                          search_merge_pages=tuning.search_merge_pages,
+                          migrate_chunk_ids=tuning.migrate_chunk_ids)
             phases.done("store")
             ingestor = self._build_ingestor()
             phases.done("stages")
@@ -273,12 +276,7 @@ class Daemon:
     # ---- the loop ------------------------------------------------------------------
 
     def run(self) -> int:
-        profile_to = self.cfg.tuning.profile_start
-        if profile_to:
-            import cProfile
-
-            self._profile = (cProfile.Profile(), profile_to)
-            self._profile[0].enable()
+        self._profile.start()
         try:
             self.start()
         except AlreadyRunning as exc:
@@ -388,10 +386,7 @@ class Daemon:
         self.components.store.search_index.end_deferral()
         self._release_memory()
         self.progress.live_since = time.time()
-        if self._profile is not None:
-            self._profile[0].disable()
-            self._profile[0].dump_stats(str(self._profile[1]))
-            self._profile = None
+        self._profile.stop()
         log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
         self.notifier.status(self.board.line())
 
@@ -434,14 +429,10 @@ class Daemon:
             log.error("reload_failed", error=str(exc))
             self.notifier.ready(status=self.board.line())
             return
-        restart_needed = self.cfg.restart_needed_for(new)
-        self.cfg.reconcile_interval = new.reconcile_interval
-        self.cfg.max_line_bytes = new.max_line_bytes
-        self.cfg.scan = new.scan
-        old = self.components.ingestor
-        new_ingestor = self._build_ingestor()
-        new_ingestor.take_over(old)
-        self.components.ingestor = new_ingestor
+        restart_needed = self.cfg.reload_from(new)
+        ingestor = self._build_ingestor()  # new stages, the same cursors and readers
+        ingestor.take_over(self.components.ingestor)
+        self.components.ingestor = ingestor
         log.info("reloaded", restart_needed_for=restart_needed)
         self.notifier.ready(status=self.board.line())
 

@@ -27,7 +27,7 @@ from agentsrc_daemon.ingest.status import StatusBoard
 from agentsrc_daemon.ingest.steps import StepTimer
 from agentsrc_daemon.rpc.transport import Hub
 from agentsrc_daemon.store import Batch, Reader, Store
-from agentsrc_daemon.store.wal_upkeep import WAL_IDLE_S, WalUpkeep
+from agentsrc_daemon.store.wal import WAL_IDLE_S, WalUpkeep
 
 SID_A = "aaaaaaaa-0000-4000-8000-000000000001"
 SID_B = "bbbbbbbb-0000-4000-8000-000000000002"

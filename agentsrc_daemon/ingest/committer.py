@@ -2,7 +2,7 @@
 commit on the ingest thread (the only writer).
 
 After a commit its events are published to subscribers, the sink is woken (and an
-acknowledged push's position saved), the WAL's bound is kept (store/wal_upkeep.py) and
+acknowledged push's position saved), the WAL's bound is kept (store/wal.py's WalUpkeep) and
 the search index's merging is paid when no quiet moment came for it. A commit the store
 refuses (the disk full: SQLITE_FULL, or an I/O error) rolls back whole: its files go
 back to their committed cursors and into the queue, and nothing is written again until
@@ -21,8 +21,9 @@ import structlog
 from ..rpc.transport import Hub
 from ..store import Batch, Store
 from ..store import sink as sink_store
+from ..store.connection import STORE_WRITE_ERRORS
 from ..store.search_index import SEARCH_CHUNK_IDS
-from ..store.wal_upkeep import STORE_WRITE_ERRORS, WalUpkeep
+from ..store.wal import WalUpkeep
 from .queue import SourceQueue
 from .round import Ingestor
 from .steps import StepTimer

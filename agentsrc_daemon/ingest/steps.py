@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -84,3 +85,26 @@ class StartPhases:
         now = time.perf_counter()
         self.ms[name] = round((now - self._at) * 1000, 1)
         self._at = now
+
+
+class StartProfile:
+    """cProfile from the start until live, its stats written to a file
+    ($AGENTSRC_PROFILE_START, config.Tuning): where a start's time goes, on a large
+    store. Does nothing without a file."""
+
+    def __init__(self, to: Path | None) -> None:
+        self.to = to
+        self._profile: Any = None
+
+    def start(self) -> None:
+        if self.to is not None:
+            import cProfile
+
+            self._profile = cProfile.Profile()
+            self._profile.enable()
+
+    def stop(self) -> None:
+        if self._profile is not None:
+            self._profile.disable()
+            self._profile.dump_stats(str(self.to))
+            self._profile = None

@@ -12,6 +12,10 @@ import apsw
 
 from . import packing
 
+# What a write can fail with and succeed on a later try: the disk (or the user's quota)
+# full, or an I/O error (SQLite reports a -shm it cannot grow as one).
+STORE_WRITE_ERRORS = (apsw.FullError, apsw.IOError)
+
 BUSY_TIMEOUT_MS = 5000
 WRITER_CACHE_KIB = 8 * 1024
 PAGE_SIZE = 16384

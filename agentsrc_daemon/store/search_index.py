@@ -9,8 +9,6 @@ waits, paced by FTS5's own rule (store/search_merge.py)."""
 
 from __future__ import annotations
 
-import os
-
 import apsw
 
 from .batch import Row
@@ -32,12 +30,15 @@ class SearchIndex:
     """The full-text index's writes, build and merging; the writer's ``wal`` bound is
     kept after each build step (a transaction of its own)."""
 
-    def __init__(self, conn: apsw.Connection, wal: WalBound) -> None:
+    def __init__(
+        self, conn: apsw.Connection, wal: WalBound, *, on: bool = True,
+        merge_pages: int | None = None,
+    ) -> None:
         self.conn = conn
         self._wal = wal
         self._done, self._target = self._progress()
         # Off only to measure what the index costs (bench/run.py backfill-index).
-        self._on = os.environ.get("AGENTSRC_SEARCH_INDEX", "1") != "0"
+        self._on = on
         self._deferred = False  # see defer
         # The search index's merging (store/search_merge.py): pages owed, the leaves
         # the structure held when last read, and whether this transaction wrote to it.
@@ -46,10 +47,8 @@ class SearchIndex:
         self._leaves = structure.leaves if structure is not None else 0
         self._written = False
         self.merges = 0  # steps that merged, for tests and the bench
-        # A step's pages (AGENTSRC_SEARCH_MERGE_PAGES: smaller steps, for tests).
-        self.merge_pages = int(
-            os.environ.get("AGENTSRC_SEARCH_MERGE_PAGES") or SEARCH_MERGE_PAGES
-        )
+        # A step's pages (config.Tuning: smaller steps, for tests).
+        self.merge_pages = merge_pages or SEARCH_MERGE_PAGES
 
     def _progress(self) -> tuple[int, int]:
         values = dict(

@@ -10,18 +10,30 @@ journal_size_limit). Two parties keep it small:
   when the daemon is idle.
 
 A chunked migration keeps the WAL bounded between its chunks with ``restart_checkpoint``.
+``WalUpkeep`` is when, on the ingest thread, between commits: the writer's bound put off
+while a live append waits, the checkpointer asked, the log truncated once idle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import apsw
 import structlog
 
-from .connection import BUSY_TIMEOUT_MS, PAGE_SIZE, WAL_CHECKPOINT_PAGES, WAL_LIMIT_BYTES, connect
+from .connection import (
+    BUSY_TIMEOUT_MS,
+    PAGE_SIZE,
+    STORE_WRITE_ERRORS,
+    WAL_CHECKPOINT_PAGES,
+    WAL_LIMIT_BYTES,
+    connect,
+)
 
 log = structlog.get_logger("agentsrc.store.checkpoint")
 
@@ -217,3 +229,103 @@ class Checkpointer:
             self.checkpoints += 1
         else:
             self.busy += 1  # a reader on an older snapshot: the rest next time
+
+
+class _Writer(Protocol):
+    """What the upkeep needs of the writer (store.writer.Store)."""
+
+    @property
+    def wal_pages(self) -> int: ...
+
+    @property
+    def wal_due(self) -> bool: ...
+
+    def check_wal(self) -> None: ...
+
+    def truncate_wal(self) -> bool: ...
+
+
+# ---- the upkeep between commits, on the ingest thread ------------------------------------
+# The store's own pieces do the work (the writer's WalBound, truncate, the Checkpointer);
+# this is the policy of when: a live append that waits is never held up by a checkpoint
+# it does not need (up to WAL_FORCE_PAGES), the writer's RESTART never runs on top of the
+# checkpointer's own (it would wait for it on SQLite's lock), and an idle daemon's WAL
+# goes back to nothing without syncing the database on the ingest thread.
+
+# When idle, a WAL truncate that a reader blocked is tried again this soon.
+WAL_RETRY_S = 1.0
+# The WAL is truncated once no commit came for this long: not between the appends of a
+# live session (each truncate is a checkpoint on this thread, and the file grows again
+# at the next commit).
+WAL_IDLE_S = 2.0
+# Idle: the checkpointer copies what is left first, then (this much later) the ingest
+# thread truncates a WAL with nothing left to copy, so it does not sync the database.
+WAL_IDLE_CHECKPOINT_S = 0.5
+
+
+class WalUpkeep:
+    """``committed()`` after every write of the ingest thread, ``check()`` after a
+    commit's events are published, ``truncate_if_idle()`` when the loop has nothing to
+    do (it says when to look again)."""
+
+    def __init__(
+        self,
+        store: _Writer,
+        checkpointer: Checkpointer | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.checkpointer = checkpointer
+        self.clock = clock
+        self.dirty = False  # committed since the WAL was last truncated
+        self._committed_at = 0.0  # the last commit (see WAL_IDLE_S)
+        self._idle_checkpoint = False  # the checkpointer was asked since the last commit
+
+    def committed(self) -> None:
+        self.dirty = True
+        self._committed_at = self.clock()
+        self._idle_checkpoint = False
+        pages = self.store.wal_pages
+        if self.checkpointer is not None and pages >= CHECKPOINT_MIN_PAGES:
+            # Hurried only below the writer's own RESTART: past it, checkpoints back to
+            # back would hold the checkpoint lock the RESTART needs (readers that keep
+            # a PASSIVE from finishing then let the WAL grow past its bound).
+            self.checkpointer.notify(hurry=CHECKPOINT_HURRY_PAGES <= pages < WAL_CHECKPOINT_PAGES)
+
+    def check(self, append_waits: bool, step: Callable[..., contextlib.AbstractContextManager[object]]) -> None:
+        """The WAL's bound (a RESTART checkpoint once it holds a quarter of it, on this
+        thread: wal.WalBound), put off while a live append waits (``append_waits``,
+        up to WAL_FORCE_PAGES): it runs after a later commit with none waiting. On a
+        loaded disk it took 30-320 ms. ``step`` times it (StepTimer.step)."""
+        store = self.store
+        if not store.wal_due:
+            return
+        checkpointer = self.checkpointer
+        if store.wal_pages < WAL_FORCE_PAGES and (
+            append_waits or (checkpointer is not None and checkpointer.running)
+        ):
+            return
+        try:
+            with step("wal_checkpoint", pages=store.wal_pages):
+                store.check_wal()
+        except STORE_WRITE_ERRORS as exc:  # the frames stay in the WAL: next time
+            log.warning("wal_checkpoint_failed", error=type(exc).__name__)
+
+    def truncate_if_idle(self, step: Callable[..., contextlib.AbstractContextManager[object]]) -> float:
+        """Idle: the WAL goes back to nothing once no commit came for WAL_IDLE_S (a
+        reader mid-transaction holds it: then again shortly). Returns when to look
+        again (infinity: done)."""
+        if not self.dirty:
+            return float("inf")
+        now = self.clock()
+        checkpointer = self.checkpointer
+        idle_at = self._committed_at + (WAL_IDLE_S if checkpointer else 0.0)
+        if now < idle_at:
+            return idle_at
+        if checkpointer is not None and not self._idle_checkpoint:
+            self._idle_checkpoint = True
+            checkpointer.notify()
+            return now + WAL_IDLE_CHECKPOINT_S
+        with contextlib.suppress(*STORE_WRITE_ERRORS), step("truncate_wal"):
+            self.dirty = not self.store.truncate_wal()
+        return now + WAL_RETRY_S if self.dirty else float("inf")

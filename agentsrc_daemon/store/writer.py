@@ -111,14 +111,23 @@ class _SessionTally:
 class Store:
     """The writer side: one per daemon, used from the ingest thread only."""
 
-    def __init__(self, db_path: Path, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        progress: Progress | None = None,
+        *,
+        search_index: bool = True,
+        search_merge_pages: int | None = None,
+        migrate_chunk_ids: int | None = None,
+    ) -> None:
         """Opens the store and migrates it (``progress`` is told how a chunked migration
-        advances)."""
+        advances). The keywords are config.Tuning's knobs for measuring and tests: no
+        search index at all, a search merge step's pages, a chunked migration's chunk."""
         self.db_path = db_path
         old_umask = os.umask(0o077)
         try:
             self.conn = connect(db_path)
-            migrate(self.conn, progress)
+            migrate(self.conn, progress, migrate_chunk_ids or 0)
             self._wal = wal.WalBound(self.conn)
         finally:
             os.umask(old_umask)
@@ -131,7 +140,8 @@ class Store:
         # when a commit fails (its new keys were rolled back with it).
         self._keys: dict[str, dict[str, int]] = {table: {} for table in KEY_TABLES}
         # The full-text index's writes in the commits, its build and its merging.
-        self.search_index = SearchIndex(self.conn, self._wal)
+        self.search_index = SearchIndex(self.conn, self._wal, on=search_index,
+                                        merge_pages=search_merge_pages)
 
     def close(self) -> None:
         self.conn.close()

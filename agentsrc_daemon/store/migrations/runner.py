@@ -4,7 +4,6 @@ one in chunks of their own transactions (resumed where a kill left it)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,7 +58,8 @@ def run_migration(
             conn.execute(m)
             conn.execute(f"PRAGMA user_version={migration.version}")
         return
-    chunk = m.chunk or chunk or int(os.environ.get("AGENTSRC_MIGRATE_CHUNK") or MIGRATE_CHUNK_IDS)
+    # The migration's own chunk, else the caller's (config.Tuning.migrate_chunk_ids).
+    chunk = m.chunk or chunk or MIGRATE_CHUNK_IDS
     with conn:
         m.begin(conn)
     # A begin that builds indexes writes tens of MB at 10 million events: out of the
@@ -91,7 +91,7 @@ def run_migration(
         restart_checkpoint(conn)
 
 
-def migrate(conn: apsw.Connection, progress: Progress | None = None) -> int:
+def migrate(conn: apsw.Connection, progress: Progress | None = None, chunk: int = 0) -> int:
     """Bring the schema to SCHEMA_VERSION. Returns the version found before (0 for a new
     database, which is created at the current schema in one transaction instead: the
     migrations are for stores that exist)."""
@@ -105,5 +105,5 @@ def migrate(conn: apsw.Connection, progress: Progress | None = None) -> int:
         current.create(conn)
         start = current.VERSION
     for version in range(start, SCHEMA_VERSION):
-        run_migration(conn, MIGRATIONS[version], progress)
+        run_migration(conn, MIGRATIONS[version], progress, chunk)
     return int(found)
