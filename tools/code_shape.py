@@ -1,5 +1,8 @@
-"""The largest modules and longest functions of the package: the figures quoted when a
-refactor says it made things smaller. Usage: python tools/code_shape.py [PACKAGE_DIR]"""
+"""The largest modules, classes and longest functions of the package: the figures quoted
+when a refactor says it made things smaller. Usage: python tools/code_shape.py [PACKAGE_DIR]
+
+A class's size is its lines, its methods and its attributes (names assigned on ``self``
+anywhere in its methods, and annotated names in its body)."""
 
 from __future__ import annotations
 
@@ -8,18 +11,46 @@ import sys
 from pathlib import Path
 
 
+def _attributes(node: ast.ClassDef) -> set[str]:
+    names: set[str] = set()
+    for item in node.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            names.add(item.target.id)
+    for sub in ast.walk(node):
+        targets: list[ast.expr] = []
+        if isinstance(sub, ast.Assign):
+            targets = list(sub.targets)
+        elif isinstance(sub, ast.AnnAssign | ast.AugAssign):
+            targets = [sub.target]
+        for t in targets:
+            for el in ast.walk(t):
+                if (isinstance(el, ast.Attribute) and isinstance(el.value, ast.Name)
+                        and el.value.id == "self"):
+                    names.add(el.attr)
+    return names
+
+
 def shape(root: Path, top: int = 12) -> str:
     modules: list[tuple[int, str]] = []
+    classes: list[tuple[int, str]] = []
     functions: list[tuple[int, str]] = []
     for path in sorted(root.rglob("*.py")):
         text = path.read_text()
         modules.append((len(text.splitlines()), str(path)))
         for node in ast.walk(ast.parse(text)):
+            length = (getattr(node, "end_lineno", 0) or 0) - getattr(node, "lineno", 0) + 1
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                length = (node.end_lineno or node.lineno) - node.lineno + 1
                 functions.append((length, f"{path}:{node.lineno} {node.name}"))
-    lines = [f"modules: {len(modules)}, functions: {len(functions)}", "largest modules (lines):"]
+            elif isinstance(node, ast.ClassDef):
+                methods = sum(isinstance(b, ast.FunctionDef | ast.AsyncFunctionDef)
+                              for b in node.body)
+                classes.append((length, f"{path}:{node.lineno} {node.name}"
+                                        f" ({methods} methods, {len(_attributes(node))} attributes)"))
+    lines = [f"modules: {len(modules)}, classes: {len(classes)}, functions: {len(functions)}",
+             "largest modules (lines):"]
     lines += [f"  {n:5d}  {name}" for n, name in sorted(modules, reverse=True)[:top]]
+    lines.append("largest classes (lines):")
+    lines += [f"  {n:5d}  {name}" for n, name in sorted(classes, reverse=True)[:top]]
     lines.append("longest functions (lines):")
     lines += [f"  {n:5d}  {name}" for n, name in sorted(functions, reverse=True)[:top]]
     return "\n".join(lines)
