@@ -460,3 +460,28 @@ def test_an_appended_file_is_taken_back_from_the_queue_and_stays_here(scheduler:
     backfill.deferred.clear()
     backfill.close(ingestor)
     assert backfill.live == set() and committed == []
+
+
+def test_a_worker_whose_daemon_is_already_gone_exits() -> None:
+    """A daemon killed while its worker was still starting has left the worker to init
+    before the worker looks: it must exit all the same, not wait for init to die. The
+    watcher is run in a real process whose daemon pid is not its parent."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import time\n"
+            "from agentsrc_daemon.ingest import workers\n"
+            "workers._exit_with_parent(1)\n"  # not this process's parent
+            "time.sleep(30)\n")
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], timeout=20)
+    assert done.returncode == 0 and time.monotonic() - t0 < 10
+    # And it stays while its daemon lives.
+    alive = subprocess.Popen([sys.executable, "-c", code.replace("(1)", "(__import__('os').getppid())")])
+    try:
+        time.sleep(2.5)
+        assert alive.poll() is None
+    finally:
+        alive.kill()
+        alive.wait()

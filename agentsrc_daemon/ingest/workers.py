@@ -85,7 +85,7 @@ def min_backlog_bytes(tuning: Tuning) -> int:
 _worker_ingestor: Ingestor | None = None
 
 
-def _init_worker(cfg: Config, log_level: str, json_logs: bool | None) -> None:
+def _init_worker(cfg: Config, log_level: str, json_logs: bool | None, daemon_pid: int) -> None:
     global _worker_ingestor
     import signal
 
@@ -96,7 +96,7 @@ def _init_worker(cfg: Config, log_level: str, json_logs: bool | None) -> None:
     # hands, then shuts the pool down. (If the daemon dies, their pipe closes and they exit.)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent()
+    _exit_with_parent(daemon_pid)
     from .stages import build_stages
 
     configure(log_level, json_logs)
@@ -110,16 +110,17 @@ def _init_worker(cfg: Config, log_level: str, json_logs: bool | None) -> None:
     )
 
 
-def _exit_with_parent() -> None:
+def _exit_with_parent(daemon_pid: int) -> None:
     """A pool worker holds both ends of its task pipe, so a daemon killed with SIGKILL
-    would leave it waiting forever. It watches its parent instead and exits with it."""
+    would leave it waiting forever. It watches its parent instead and exits with it. The
+    daemon's pid is handed in, not read here: a daemon killed while the worker was still
+    starting has already left it to init (getppid() is 1), which it would then have
+    watched for ever (found: workers of killed daemons left asleep for hours)."""
     import threading
     import time
 
-    parent = os.getppid()
-
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == daemon_pid:
             time.sleep(1.0)
         os._exit(0)
 
@@ -211,7 +212,7 @@ class BackfillPool:
             # spawn, not fork: the daemon has threads (watcher, server) by now.
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker,
-            initargs=(cfg, log_level, json_logs),
+            initargs=(cfg, log_level, json_logs, os.getpid()),
         )
         self.in_flight: dict[str, Future[list[Piece]]] = {}
         self.broken = False
