@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -36,22 +35,26 @@ from ..events import (
     REASONING,
     TOOL_CALL,
     TOOL_RESULT,
-    TURN_END,
-    TURN_START,
     USAGE,
     Drift,
     Event,
     Record,
-    SessionFacts,
     TurnFacts,
-    line_key,
     session_key,
+)
+from .common import (
+    LineContext,
+    LineRules,
+    begin,
+    normalize_ts,
+    seconds_to_ms,
+    summarize_input,
+    text_of,
 )
 from .common import as_dict as _dict
 from .common import as_int as _int
 from .common import first_line as common_first_line
 from .common import nonempty_str as _str
-from .common import normalize_ts, seconds_to_ms, summarize_input, text_of
 from .common import remember_bounded as _remember
 from .common import state_table as _table
 
@@ -134,59 +137,34 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _AGENT_FILE = re.compile(r"agent-([A-Za-z0-9_-]+)\.jsonl")
 
 
-
-
-
-
-
-
 def first_line(text: str, limit: int = MAX_TITLE_CHARS) -> str:
     return common_first_line(text, limit)
 
 
-@dataclass(slots=True)
-class _Line:
-    """One record being parsed, with what every event built from it shares."""
+def _key(line: LineContext, suffix: int | None = None) -> str:
+    """The record's uuid (with a block index when one record yields several events),
+    or where the line sits in its file when it has no uuid."""
+    uuid = line.record_id
+    if uuid is None:
+        return line.position_key(suffix or 0)
+    return uuid if suffix is None else f"{uuid}.{suffix}"
 
-    obj: dict[str, Any]
-    offset: int
-    source_path: str
-    state: dict[str, Any]
-    native_id: str
-    session_id: str
-    ts: str | None
-    cwd: str | None
-    subagent_id: str | None
-    turn_id: str | None
-    claim: int = CLAIM_OWN
-    since: str | None = None
-    holder: str | None = None
 
-    def key(self, suffix: int | None = None) -> str:
-        """The record's uuid (with a block index when one record yields several events),
-        or where the line sits in its file when it has no uuid."""
-        uuid = _str(self.obj.get("uuid"))
-        if uuid is None:
-            return line_key(self.source_path, self.offset, suffix or 0)
-        return uuid if suffix is None else f"{uuid}.{suffix}"
+def _version_rule(state: dict[str, Any], obj: Any) -> str:
+    return _version(obj, state)
 
-    def event(self, kind: str, key: str, **fields: Any) -> Event:
-        fields.setdefault("turn_id", self.turn_id)
-        fields.setdefault("cwd", self.cwd)
-        return Event(
-            key=key,
-            session_id=self.session_id,
-            kind=kind,
-            ts=self.ts,
-            adapter=NAME,
-            source_path=self.source_path,
-            offset=self.offset,
-            subagent_id=self.subagent_id,
-            claim=self.claim,
-            claim_since=self.since,
-            holder=self.holder,
-            **fields,
-        )
+
+# The line context's rules (common.LineRules): the session, cwd, sub-agent, turn and
+# claim of a line are fixed when it is read; turns live in the state as turn/turn_open.
+RULES = LineRules(
+    agent=NAME,
+    key=_key,
+    version=_version_rule,
+    turn_key=f"{NAME}:turn:",
+    record_types=HANDLED_RECORD_TYPES,
+    ignored_types=IGNORED_RECORD_TYPES,
+)
+
 
 
 def _claim(
@@ -246,36 +224,34 @@ class ClaudeAdapter:
     def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
-        if not isinstance(obj, dict):
-            return []
-        record_type = obj.get("type")
-        if not isinstance(record_type, str):
-            return [Drift(NAME, _version(obj, state), "<no type>")]
-        if record_type in IGNORED_RECORD_TYPES:
-            return []
-        if record_type not in HANDLED_RECORD_TYPES:
-            return [Drift(NAME, _version(obj, state), record_type)]
-
+        early = begin(RULES, obj, source_path, state)
+        if early is not None:
+            return early
+        record_type = obj["type"]
         version = _str(obj.get("version"))
         if version:
             state["version"] = version
         native_id = _native_session_id(obj, source_path, state)
         state["session"] = native_id
-        line = _Line(
+        ts = normalize_ts(obj.get("timestamp"))
+        subagent_id = _subagent_id(obj, source_path, state)
+        claim = _claim(native_id, source_path, state, ts)
+        # Every conversation record names its cwd; the few that do not inherit it.
+        cwd = _str(obj.get("cwd")) or _str(state.get("cwd"))
+        line = LineContext(
+            RULES,
+            source_path,
+            offset,
+            state,
             obj=obj,
-            offset=offset,
-            source_path=source_path,
-            state=state,
+            record_id=_str(obj.get("uuid")),
             native_id=native_id,
-            session_id=session_key(NAME, native_id),
-            ts=normalize_ts(obj.get("timestamp")),
-            # Every conversation record names its cwd; the few that do not inherit it.
-            cwd=_str(obj.get("cwd")) or _str(state.get("cwd")),
-            subagent_id=_subagent_id(obj, source_path, state),
-            turn_id=None,
+            ts=ts,
+            turn_id=_turn_for(obj, source_path, state, subagent_id),
+            cwd=cwd,
+            subagent_id=subagent_id,
+            claim=claim,
         )
-        line.claim, line.since, line.holder = _claim(native_id, source_path, state, line.ts)
-        line.turn_id = _turn_for(line)
 
         out: list[Record] = []
         if record_type == "user":
@@ -289,10 +265,10 @@ class ClaudeAdapter:
         elif record_type == "ai-title":
             out += _title(line, _str(obj.get("aiTitle")), "ai")
         out += _session_facts(line)
-        if line.ts:
-            state["last_ts"] = line.ts
-        if line.cwd:
-            state["cwd"] = line.cwd
+        if ts:
+            state["last_ts"] = ts
+        if cwd:
+            state["cwd"] = cwd
         return out
 
 
@@ -350,16 +326,17 @@ def _subagent_id(obj: dict[str, Any], source_path: str, state: dict[str, Any]) -
     return subagent
 
 
-def _turn_for(line: _Line) -> str | None:
+def _turn_for(
+    obj: dict[str, Any], source_path: str, state: dict[str, Any], subagent_id: str | None
+) -> str | None:
     """Main-conversation events belong to the latest turn of the file. A subagent's
     events belong to the parent's turn: its 2.1.x records carry the parent prompt's
     ``promptId`` (which is the turn id, see _start_turn); an inline sidechain runs
     inside the parent's open turn; older subagent files cannot tell."""
-    state = line.state
-    if line.subagent_id is not None:
-        prompt_id = _str(line.obj.get("promptId"))
+    if subagent_id is not None:
+        prompt_id = _str(obj.get("promptId"))
         if prompt_id:
-            if _AGENT_FILE.fullmatch(os.path.basename(line.source_path)):
+            if _AGENT_FILE.fullmatch(os.path.basename(source_path)):
                 state["turn"] = prompt_id  # only user records carry it: keep it for the rest
             return prompt_id
     turn = state.get("turn")
@@ -369,7 +346,7 @@ def _turn_for(line: _Line) -> str | None:
 # -- user records ---------------------------------------------------------------------
 
 
-def _user(line: _Line) -> list[Record]:
+def _user(line: LineContext) -> list[Record]:
     obj = line.obj
     message = _dict(obj.get("message"))
     content = message.get("content")
@@ -435,51 +412,24 @@ def _prompt_text(content: Any) -> str:
     return "\n".join(parts).strip()
 
 
-def _start_turn(line: _Line, turn_id: str, ts: str | None, cwd: str | None) -> list[Record]:
+def _start_turn(line: LineContext, turn_id: str, ts: str | None, cwd: str | None) -> list[Record]:
     state = line.state
     if state.get("turn_open") and state.get("turn") == turn_id:
         return []  # a second prompt record of the same turn
-    out = _end_turn(line, "complete", None)
-    state["turn"] = turn_id
-    state["turn_open"] = True
+    out = line.open_turn(turn_id, ts=ts, cwd=cwd)
     state["turn_model"] = None
-    line.turn_id = turn_id
-    start = line.event(TURN_START, f"{NAME}:turn:{turn_id}:start", cwd=cwd)
-    start.ts = ts
-    out.append(start)
-    out.append(
-        TurnFacts(
-            session_id=line.session_id, turn_id=turn_id, started_at=ts, status="open", cwd=cwd
-        )
-    )
     return out
 
 
 def _end_turn(
-    line: _Line, status: str, reason: str | None, *, closed_by_marker: bool = False
+    line: LineContext, status: str, reason: str | None, *, closed_by_marker: bool = False
 ) -> list[Record]:
     """Close the open turn. An end marker (turn_duration, an interruption notice) ends
     it at its own time; a new prompt ends the previous turn at the last event before it."""
-    state = line.state
-    turn_id = state.get("turn")
-    if not state.get("turn_open") or not isinstance(turn_id, str):
-        return []
-    state["turn_open"] = False
-    ended_at = line.ts if closed_by_marker else (_str(state.get("last_ts")) or line.ts)
-    event = line.event(
-        TURN_END,
-        f"{NAME}:turn:{turn_id}:end",
-        turn_id=turn_id,
-        data={"status": status, "reason": reason},
-    )
-    event.ts = ended_at
-    return [
-        event,
-        TurnFacts(session_id=line.session_id, turn_id=turn_id, ended_at=ended_at, status=status),
-    ]
+    return line.close_turn(status, reason, at_marker=closed_by_marker)
 
 
-def _tool_results(line: _Line, blocks: list[Any]) -> list[Record]:
+def _tool_results(line: LineContext, blocks: list[Any]) -> list[Record]:
     obj = line.obj
     pending = _table(line.state, "pending")
     results = [(i, b) for i, b in enumerate(blocks) if _dict(b).get("type") == "tool_result"]
@@ -582,7 +532,7 @@ def _session_dir_above(directory: str, native_session_id: str | None) -> str | N
 # -- assistant records ----------------------------------------------------------------
 
 
-def _assistant(line: _Line) -> list[Record]:
+def _assistant(line: LineContext) -> list[Record]:
     obj = line.obj
     message = _dict(obj.get("message"))
     model = _str(message.get("model"))
@@ -653,7 +603,7 @@ def _digest(data: str | bytes) -> str:
     return hashlib.blake2b(raw, digest_size=8).hexdigest()
 
 
-def _first_sighting(line: _Line, message_id: str, text: str) -> bool:
+def _first_sighting(line: LineContext, message_id: str, text: str) -> bool:
     """False when this file already gave this text for this message: a conversation
     replayed into the file (forks, resumes) repeats whole messages under new uuids."""
     seen = _table(line.state, "parts")
@@ -664,7 +614,7 @@ def _first_sighting(line: _Line, message_id: str, text: str) -> bool:
     return True
 
 
-def _message(line: _Line, message_id: str | None, part: str) -> Event:
+def _message(line: LineContext, message_id: str | None, part: str) -> Event:
     """The MESSAGE event of an assistant message, with this line's new text ``part``.
 
     One assistant message is written as one line per content block, every line with the
@@ -710,7 +660,7 @@ def _message(line: _Line, message_id: str | None, part: str) -> Event:
     return event
 
 
-def _tool_call(line: _Line, block: dict[str, Any], index: int) -> Event:
+def _tool_call(line: LineContext, block: dict[str, Any], index: int) -> Event:
     name = _str(block.get("name"))
     call_id = _str(block.get("id"))
     raw_input = block.get("input")
@@ -758,7 +708,7 @@ KEYED_COUNTERS = 4
 
 
 def _usage(
-    line: _Line, message_id: str | None, usage: dict[str, Any], model: str | None
+    line: LineContext, message_id: str | None, usage: dict[str, Any], model: str | None
 ) -> list[Record]:
     """Token usage, once per message id.
 
@@ -795,7 +745,7 @@ def _usage(
     return [event]
 
 
-def _usage_event(line: _Line, key: str, counts: list[int], model: str | None) -> Event:
+def _usage_event(line: LineContext, key: str, counts: list[int], model: str | None) -> Event:
     data: dict[str, Any] = {name: n for (_, name), n in zip(USAGE_FIELDS, counts, strict=True)}
     data["reasoning_tokens"] = 0
     data["total_tokens"] = sum(counts[:KEYED_COUNTERS])
@@ -803,7 +753,7 @@ def _usage_event(line: _Line, key: str, counts: list[int], model: str | None) ->
     return line.event(USAGE, key, data=data)
 
 
-def _turn_model(line: _Line, model: str) -> list[Record]:
+def _turn_model(line: LineContext, model: str) -> list[Record]:
     state = line.state
     turn_id = state.get("turn")
     if not state.get("turn_open") or not isinstance(turn_id, str):
@@ -817,7 +767,7 @@ def _turn_model(line: _Line, model: str) -> list[Record]:
 # -- system records -------------------------------------------------------------------
 
 
-def _system(line: _Line) -> list[Record]:
+def _system(line: LineContext) -> list[Record]:
     obj = line.obj
     subtype = obj.get("subtype")
     if not isinstance(subtype, str):
@@ -867,7 +817,7 @@ def _api_error(obj: dict[str, Any]) -> dict[str, Any]:
 # -- session facts --------------------------------------------------------------------
 
 
-def _title(line: _Line, text: str | None, source: str) -> list[Record]:
+def _title(line: LineContext, text: str | None, source: str) -> list[Record]:
     """A title from a rename, an AI title or the first prompt: a stronger source
     replaces a weaker one, never the reverse. Subagents never title the session."""
     if not text or line.subagent_id is not None:
@@ -878,10 +828,10 @@ def _title(line: _Line, text: str | None, source: str) -> list[Record]:
         return []
     line.state["title_rank"] = rank
     title = text.strip()[:MAX_TITLE_CHARS]
-    return [SessionFacts(line.session_id, NAME, line.native_id, title=title)] if title else []
+    return [line.facts(title=title)] if title else []
 
 
-def _session_facts(line: _Line) -> list[Record]:
+def _session_facts(line: LineContext) -> list[Record]:
     """What the line says about its session. The model comes only from the main
     conversation (a subagent may run on a smaller model)."""
     state = line.state
@@ -894,10 +844,7 @@ def _session_facts(line: _Line) -> list[Record]:
     if line.ts is None and model is None:
         return []
     return [
-        SessionFacts(
-            session_id=line.session_id,
-            agent=NAME,
-            native_id=line.native_id,
+        line.facts(
             cwd=_str(line.obj.get("cwd")),
             model=model,
             started_at=line.ts,

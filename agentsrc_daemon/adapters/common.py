@@ -1,14 +1,30 @@
-"""Small pure helpers shared by the adapters."""
+"""What the adapters share: the per-line context every event is built in (``LineContext``,
+its adapter's ``LineRules`` and the ``begin`` preamble of ``parse``), and small pure
+helpers: timestamps, text of content blocks, stored tool-input summaries, numbers."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+
+from ..events import (
+    TURN_END,
+    TURN_START,
+    Drift,
+    Event,
+    Record,
+    SessionFacts,
+    TurnFacts,
+    line_key,
+    session_key,
+)
 
 # Tool-input fields that hold file content or patch text: never stored, only their size.
 CONTENT_FIELDS = frozenset(
@@ -225,3 +241,395 @@ def remember_bounded(table: dict[str, Any], key: str, value: Any, cap: int) -> N
     table[key] = value
     while len(table) > cap:
         del table[next(iter(table))]
+
+
+# ---- the per-line context ------------------------------------------------------------
+
+StateRead = Callable[[dict[str, Any]], Any]  # a value an adapter keeps in its per-file state
+Claim = tuple[int, str | None, str | None]  # an event's claim, claim_since and holder
+# "The line's own": the default of event()'s ts, turn_id and cwd (None is a value given).
+_LINE: Any = object()
+# The record of a context built without one (a document's head, a database row): empty,
+# and never written (adapters read records, they never change them).
+_NO_RECORD: dict[str, Any] = {}
+
+
+def position_key(line: LineContext, *suffix: Any) -> str:
+    """The default key rule: where the line sits in its file, the n-th event of the
+    line getting index n (``events.line_key``)."""
+    return line.position_key()
+
+
+def state_version(state: dict[str, Any], obj: Any = None) -> str:
+    """The default version rule: the agent version the state last recorded."""
+    return nonempty_str(state.get("version")) or "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class LineRules:
+    """What differs between the adapters' line contexts, given once per adapter (a
+    module constant) and read by ``LineContext`` and ``begin``.
+
+    Read from all six adapters, the differences and how each is passed in:
+
+    * **Keys** (``key``): how ``LineContext.key(*suffix)`` names an event that has no
+      key of its own. Claude: the record's ``uuid`` (``uuid.<block>``), else the line's
+      place; Muse: ``muse:<session>:<seq>``, else the place; Codex: the record's history
+      key or a legacy document's item key, then ``.1``, ``.2`` for further events of
+      the record, else the place with a counter; Copilot:
+      ``copilot:<session>:<event id>[:suffix]``, else the place with a counter; Gemini:
+      ``gemini:<session>[:<subagent>]:<parts>``; OpenCode names every key itself (its
+      own ids). The record's own id, when a key rule needs one, is ``record_id``.
+    * **Session, turn, cwd, sub-agent, version**: a value is either the line's own,
+      given by the adapter when it builds the line (the rule is None), or read from
+      the per-file state each time it is asked for (the rule is a ``StateRead``),
+      because the adapter changes it in the state in the middle of a line. Session: Claude, Muse and OpenCode fix it per line; Codex
+      (``native_id``), Copilot and Gemini (``session``) read it. Turn: Claude fixes the
+      line's turn (a sub-agent's is its parent prompt's; ``open_turn`` moves it); Muse
+      and Copilot read the open turn (``turn`` while ``turn_open``), Codex its
+      ``turn_id``; Gemini and OpenCode name the turn of each event (the default is
+      None). Cwd: Claude fixes the record's own (else the last one seen); Muse,
+      Copilot and Gemini read ``cwd``, Codex ``cwd`` else ``session_cwd``; OpenCode
+      names it per event. Sub-agent: Claude and Copilot fix it per line; Gemini reads
+      it (a nested recording once its metadata named it); the others have none.
+      Version (a ``(state, record) -> str`` rule, for ``Drift``): Claude prefers the
+      record's own ``version``; Gemini records none ("unknown"); OpenCode fixes its
+      row's session's; the others read ``version`` (``state_version``).
+    * **Turns** (``turn_key``): Claude, Muse and Copilot keep the open turn in the state
+      as ``turn``/``turn_open`` and open and close it with ``open_turn``/``close_turn``;
+      their TURN_START/TURN_END keys are ``<turn_key><turn>:start``/``:end`` (Claude's
+      ``turn_key`` is ``claude-code:turn:``, the others' empty). What else a turn change
+      does stays with the adapter (Claude: the same turn's second prompt opens
+      nothing; Claude and Copilot: the turn's model). Codex (turns numbered or named
+      by task_started, closed by task_complete), Gemini (a running turn carried
+      through a conversation) and OpenCode (a turn per user message row) keep their
+      own machines.
+    * **Claims, revisions, times**: Claude fixes each line's claim (``claim``: the
+      events' claim, claim_since and holder); Codex fixes a copy's claim when it reads
+      a parent's replayed history (the state's ``holder``); OpenCode fixes each row's
+      ``revision``. Gemini and OpenCode name the time of each event (``ts=``); Gemini
+      gathers a parse call's span with ``saw``.
+    * **Output**: Codex, Copilot and Gemini collect what a line yields in ``out`` (each
+      builder appends to it); Claude, Muse and OpenCode return lists themselves
+      (``out`` is None; builders only return).
+    * **The preamble** (``begin``): Codex, Copilot and Gemini bring a state persisted by
+      an older adapter up to date (``fresh_state``, ``state_schema``, ``state_tables``)
+      and report a record that is not an object as Drift (``not_object_drift``);
+      Claude and Muse skip it and check the record's ``type`` against the handled
+      (``record_types``) and deliberately ignored (``ignored_types``) ones; OpenCode
+      only skips a record that is not an object.
+    """
+
+    agent: str
+    key: Callable[..., str] = position_key
+    native_id: StateRead | None = None
+    turn: StateRead | None = None
+    cwd: StateRead | None = None
+    subagent: StateRead | None = None
+    version: Callable[[dict[str, Any], Any], str] | None = state_version
+    turn_key: str = ""
+    # The preamble (begin).
+    fresh_state: Callable[[str], dict[str, Any]] | None = None
+    state_schema: int | None = None
+    state_tables: tuple[str, ...] = ()
+    not_object_drift: bool = False
+    record_types: frozenset[str] | None = None
+    ignored_types: frozenset[str] = frozenset()
+
+
+class LineContext:
+    """One record being read (a line, a document or a database row), with what every
+    record built from it shares: its file, offset, time, session, turn, cwd, sub-agent
+    and claim. ``event``, ``facts`` and ``drift`` build the records; ``open_turn`` and
+    ``close_turn`` move the turn kept in the state. What differs between adapters is
+    in ``rules`` (see ``LineRules``)."""
+
+    __slots__ = (
+        "rules",
+        "source_path",
+        "offset",
+        "state",
+        "ts",
+        "obj",
+        "record_id",
+        "out",
+        "emitted",
+        "claim",
+        "revision",
+        "earliest",
+        "latest",
+        "_native_id",
+        "_session_id",
+        "_turn_id",
+        "_cwd",
+        "_subagent_id",
+        "_version",
+    )
+
+    # No keyword-only parameters and the first six by position at the busiest call
+    # sites: a line context is built for every line, and binding keywords costs more
+    # than the rest of the constructor (measured with callgrind).
+    def __init__(
+        self,
+        rules: LineRules,
+        source_path: str,
+        offset: int,
+        state: dict[str, Any],
+        ts: str | None = None,
+        out: list[Record] | None = None,
+        native_id: str | None = None,
+        obj: dict[str, Any] = _NO_RECORD,
+        record_id: str | None = None,
+        turn_id: str | None = None,
+        cwd: str | None = None,
+        subagent_id: str | None = None,
+        claim: Claim | None = None,
+        revision: int = 0,
+        version: str | None = None,
+    ) -> None:
+        self.rules = rules
+        self.source_path = source_path
+        self.offset = offset
+        self.state = state
+        self.ts = ts
+        self.out = out  # where the builders put what they build (None: nowhere)
+        self.obj = obj  # the decoded record, for rules that read it (never changed)
+        self.record_id = record_id  # the record's own id, for the key rule
+        self.emitted = 0  # events keyed by position so far (position_key)
+        self.claim = claim  # None: the events' defaults (CLAIM_OWN, no since, no holder)
+        self.revision = revision
+        self.earliest: str | None = None  # the span of times seen (saw)
+        self.latest: str | None = None
+        self._native_id = native_id or "unknown"
+        self._session_id = "" if rules.native_id else session_key(rules.agent, self._native_id)
+        self._turn_id = turn_id
+        self._cwd = cwd
+        self._subagent_id = subagent_id
+        self._version = version
+
+    # -- the values the rules say where to find
+
+    @property
+    def native_id(self) -> str:
+        read = self.rules.native_id
+        return self._native_id if read is None else str(read(self.state))
+
+    @property
+    def session_id(self) -> str:
+        read = self.rules.native_id
+        if read is None:
+            return self._session_id
+        return session_key(self.rules.agent, str(read(self.state)))
+
+    @property
+    def turn_id(self) -> str | None:
+        read = self.rules.turn
+        return self._turn_id if read is None else read(self.state)
+
+    @property
+    def cwd(self) -> str | None:
+        read = self.rules.cwd
+        return self._cwd if read is None else read(self.state)
+
+    @property
+    def subagent_id(self) -> str | None:
+        read = self.rules.subagent
+        return self._subagent_id if read is None else read(self.state)
+
+    @property
+    def version(self) -> str:
+        read = self.rules.version
+        return (self._version or "unknown") if read is None else read(self.state, self.obj)
+
+    # -- keys
+
+    def key(self, *suffix: Any) -> str:
+        """The key of an event with no key of its own, by the adapter's rule."""
+        return self.rules.key(self, *suffix)
+
+    def position_key(self, index: int | None = None) -> str:
+        """Where the line sits in its file: ``index``, else the next of a counter."""
+        if index is None:
+            index = self.emitted
+            self.emitted += 1
+        return line_key(self.source_path, self.offset, index)
+
+    # -- records
+
+    def event(
+        self,
+        kind: str,
+        key: str | None = None,
+        *,
+        ts: str | None = _LINE,
+        turn_id: str | None = _LINE,
+        cwd: str | None = _LINE,
+        **fields: Any,
+    ) -> Event:
+        """An event of this line. ``ts``, ``turn_id`` and ``cwd`` are the line's unless
+        given; the key is ``key()``'s unless given. (Event's leading fields are passed
+        by position: this is called for every event of every line.)"""
+        rules = self.rules
+        ev = Event(
+            key if key is not None else rules.key(self),
+            self._session_id if rules.native_id is None else self.session_id,
+            kind,
+            self.ts if ts is _LINE else ts,
+            rules.agent,
+            self.source_path,
+            self.offset,
+            (self._turn_id if rules.turn is None else rules.turn(self.state))
+            if turn_id is _LINE
+            else turn_id,
+            **fields,
+        )
+        # The rest is set only when it is not the Event's default (cheaper than passing
+        # it, for the events of a line of which most carry none of it).
+        if cwd is _LINE:
+            cwd = self._cwd if rules.cwd is None else rules.cwd(self.state)
+        if cwd is not None:
+            ev.cwd = cwd
+        subagent_id = self._subagent_id if rules.subagent is None else rules.subagent(self.state)
+        if subagent_id is not None:
+            ev.subagent_id = subagent_id
+        if self.claim is not None:
+            ev.claim, ev.claim_since, ev.holder = self.claim
+        if self.revision:
+            ev.revision = self.revision
+        if self.out is not None:
+            self.out.append(ev)
+        return ev
+
+    def emit(self, record: Record) -> None:
+        """Put a record the adapter built itself where the builders put theirs."""
+        if self.out is not None:
+            self.out.append(record)
+
+    def facts(self, **fields: Any) -> SessionFacts:
+        """SessionFacts of the line's session."""
+        rules = self.rules
+        if rules.native_id is None:
+            facts = SessionFacts(self._session_id, rules.agent, self._native_id, **fields)
+        else:
+            facts = SessionFacts(self.session_id, rules.agent, self.native_id, **fields)
+        if self.out is not None:
+            self.out.append(facts)
+        return facts
+
+    def drift(self, record_type: str) -> Drift:
+        drift = Drift(self.rules.agent, self.version, record_type)
+        if self.out is not None:
+            self.out.append(drift)
+        return drift
+
+    def saw(self, ts: str | None) -> None:
+        """Widen the span of times this line (or document) covers."""
+        if ts is None:
+            return
+        if self.earliest is None or ts < self.earliest:
+            self.earliest = ts
+        if self.latest is None or ts > self.latest:
+            self.latest = ts
+
+    # -- turns kept in the state as turn / turn_open (Claude, Muse, Copilot)
+
+    def open_turn(
+        self, turn_id: str, *, ts: str | None, cwd: str | None, model: str | None = None
+    ) -> list[Record]:
+        """Close the open turn (see close_turn), then open ``turn_id``: TURN_START at
+        ``ts`` in ``cwd`` and its TurnFacts."""
+        out = self.close_turn("complete", None)
+        state = self.state
+        state["turn"] = turn_id
+        state["turn_open"] = True
+        if self.rules.turn is None:
+            self._turn_id = turn_id
+        start = self.event(
+            TURN_START, f"{self.rules.turn_key}{turn_id}:start", turn_id=turn_id, ts=ts, cwd=cwd
+        )
+        facts = TurnFacts(
+            self.session_id, turn_id, started_at=ts, status="open", cwd=cwd, model=model
+        )
+        if self.out is not None:
+            self.out.append(facts)
+        out += (start, facts)
+        return out
+
+    def close_turn(
+        self, status: str, reason: str | None, *, at_marker: bool = False
+    ) -> list[Record]:
+        """Close the open turn, if any. An end marker (an abort, a turn-end record) ends
+        it at the marker's time; the next prompt ends the previous turn at the last
+        event before it (the state's ``last_ts``)."""
+        state = self.state
+        turn_id = state.get("turn")
+        if not state.get("turn_open") or not isinstance(turn_id, str):
+            return []
+        state["turn_open"] = False
+        ended_at = self.ts if at_marker else (nonempty_str(state.get("last_ts")) or self.ts)
+        end = self.event(
+            TURN_END,
+            f"{self.rules.turn_key}{turn_id}:end",
+            turn_id=turn_id,
+            ts=ended_at,
+            data={"status": status, "reason": reason},
+        )
+        facts = TurnFacts(self.session_id, turn_id, ended_at=ended_at, status=status)
+        if self.out is not None:
+            self.out.append(facts)
+        return [end, facts]
+
+
+def upgrade_state(state: dict[str, Any], source_path: str, rules: LineRules) -> None:
+    """A state persisted by an older adapter version (another ``state_schema``) gets
+    the keys it lacks from a fresh one; its tables (``state_tables``) are dicts."""
+    if _current(state, rules):
+        return
+    fresh = rules.fresh_state
+    if fresh is None:
+        return
+    for key, value in fresh(source_path).items():
+        state.setdefault(key, value)
+    for table in rules.state_tables:
+        if not isinstance(state.get(table), dict):
+            state[table] = {}
+    state["schema"] = rules.state_schema
+
+
+def _current(state: dict[str, Any], rules: LineRules) -> bool:
+    return state.get("schema") == rules.state_schema and all(
+        isinstance(state.get(table), dict) for table in rules.state_tables
+    )
+
+
+def begin(rules: LineRules, obj: Any, source_path: str, state: dict[str, Any]) -> list[Record] | None:
+    """The start every ``parse`` shares (see ``LineRules``, "the preamble"): the state
+    brought up to date, then the records to return at once for a record that is not an
+    object or whose ``type`` is missing, ignored or unknown; None to go on."""
+    if rules.fresh_state is not None:
+        if state.get("schema") != rules.state_schema:
+            upgrade_state(state, source_path, rules)
+        else:
+            for table in rules.state_tables:
+                if not isinstance(state.get(table), dict):
+                    upgrade_state(state, source_path, rules)
+                    break
+    if not isinstance(obj, dict):
+        if not rules.not_object_drift:
+            return []
+        return [Drift(rules.agent, _version_of(rules, state, obj), "<not an object>")]
+    handled = rules.record_types
+    if handled is None:
+        return None
+    record_type = obj.get("type")
+    if not isinstance(record_type, str):
+        return [Drift(rules.agent, _version_of(rules, state, obj), "<no type>")]
+    if record_type in rules.ignored_types:
+        return []
+    if record_type not in handled:
+        return [Drift(rules.agent, _version_of(rules, state, obj), record_type)]
+    return None
+
+
+def _version_of(rules: LineRules, state: dict[str, Any], obj: Any) -> str:
+    return "unknown" if rules.version is None else rules.version(state, obj)
