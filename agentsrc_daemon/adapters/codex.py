@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import PurePath
 from typing import Any
@@ -42,18 +42,25 @@ from ..events import (
     TURN_START,
     USAGE,
     Drift,
-    Event,
     Record,
-    SessionFacts,
     SpawnPoint,
     TurnFacts,
     line_key,
     session_key,
 )
+from .common import (
+    LineContext,
+    LineRules,
+    begin,
+    normalize_ts,
+    seconds_to_ms,
+    summarize_input,
+    text_of,
+    upgrade_state,
+)
 from .common import as_dict as _dict
 from .common import as_int as _int
 from .common import nonempty_str as _str
-from .common import normalize_ts, seconds_to_ms, summarize_input, text_of
 from .common import parse_arguments as _parse_arguments
 
 AGENT = "codex"
@@ -211,24 +218,7 @@ def _fresh_state(source_path: str) -> dict[str, Any]:
     }
 
 
-def _ensure_state(state: dict[str, Any], source_path: str) -> None:
-    """Fill keys missing from a state persisted by an older adapter version."""
-    if state.get("schema") == STATE_SCHEMA:
-        return
-    state["schema"] = STATE_SCHEMA
-    for key, value in _fresh_state(source_path).items():
-        state.setdefault(key, value)
-    if not isinstance(state.get("pending"), dict):
-        state["pending"] = {}
-    if not isinstance(state.get("unmatched"), dict):
-        state["unmatched"] = {}
-
-
 # --------------------------------------------------------------------------- small readers
-
-
-
-
 
 
 def _ts(value: Any) -> str | None:
@@ -267,101 +257,89 @@ def _safe_summary(value: dict[str, Any]) -> Any:
 # --------------------------------------------------------------------------- line context
 
 
-@dataclass
-class _Line:
-    """One record being parsed: where it came from, and where its output goes."""
+def _key(line: LineContext) -> str:
+    """The record's key base (its history key, or a legacy document item's key), then
+    ``.1``, ``.2`` for further events of the record; else where the line sits."""
+    n = line.emitted
+    line.emitted += 1
+    base = line.record_id
+    if base is not None:
+        return base if n == 0 else f"{base}.{n}"
+    return line_key(line.source_path, line.offset, n)
 
-    source_path: str
-    offset: int
-    ts: str | None
-    state: dict[str, Any]
-    out: list[Record] = field(default_factory=list)
-    # Set for parse_document items: every key derives from the item index.
-    item_key: str | None = None
-    # Set for envelope records: the record's place in its session's history and a hash of
-    # its payload, the same in the session's own rollout and in a child's replay of it.
-    hist_key: str | None = None
-    emitted: int = 0
 
-    @property
-    def native_id(self) -> str:
-        return str(self.state["native_id"])
+def _native_of(state: dict[str, Any]) -> str:
+    return str(state["native_id"])
 
-    @property
-    def session_id(self) -> str:
-        return session_key(AGENT, self.native_id)
 
-    @property
-    def version(self) -> str:
-        return _str(self.state.get("version")) or "unknown"
+def _turn_of(state: dict[str, Any]) -> str | None:
+    return _str(state.get("turn_id"))
 
-    @property
-    def cwd(self) -> str | None:
-        return _str(self.state.get("cwd")) or _str(self.state.get("session_cwd"))
 
-    def next_key(self) -> str:
-        n = self.emitted
-        self.emitted += 1
-        if self.item_key is not None:
-            return self.item_key if n == 0 else f"{self.item_key}.{n}"
-        if self.hist_key is not None:
-            return self.hist_key if n == 0 else f"{self.hist_key}.{n}"
-        return line_key(self.source_path, self.offset, n)
+def _cwd_of(state: dict[str, Any]) -> str | None:
+    return _str(state.get("cwd")) or _str(state.get("session_cwd"))
 
-    def own_key(self, kind: str, own_id: str | None) -> str:
-        """Key from the agent's own id (call_id, item id) when there is one."""
-        if own_id is None or self.item_key is not None:
-            return self.next_key()
-        self.emitted += 1
-        return f"{AGENT}:{self.native_id}:{kind}:{own_id}"
 
-    def event(self, kind: str, key: str | None = None, **fields: Any) -> Event:
-        ev = Event(
-            key=key if key is not None else self.next_key(),
-            session_id=self.session_id,
-            kind=kind,
-            ts=self.ts,
-            adapter=AGENT,
-            source_path=self.source_path,
-            offset=self.offset,
-            turn_id=_str(self.state.get("turn_id")),
-            cwd=self.cwd,
-            **fields,
-        )
-        holder = _str(self.state.get("holder"))
-        if holder is not None:
-            # The parent's history replayed in a child's rollout: the parent's record, a
-            # copy held by the child; the parent's own rollout makes the stronger claim.
-            ev.claim, ev.holder = CLAIM_COPY, holder
-        self.out.append(ev)
-        return ev
+# The line context's rules (common.LineRules): session, turn and cwd are read from the
+# state, which session_meta, turn_context and the turns change in the middle of a line.
+RULES = LineRules(
+    agent=AGENT,
+    key=_key,
+    native_id=_native_of,
+    turn=_turn_of,
+    cwd=_cwd_of,
+    fresh_state=_fresh_state,
+    state_schema=STATE_SCHEMA,
+    state_tables=("pending", "unmatched"),
+    not_object_drift=True,
+)
+# The same rules for the items of a legacy ``.json`` document: every key derives from
+# the item's index (_own_key tells them apart by identity).
+ITEM_RULES = replace(RULES)
 
-    @property
-    def replayed(self) -> bool:
-        """A record of the parent's history replayed in a child's rollout: its envelope
-        time is the replay's, not the record's, so no time of it is kept as a fact."""
-        return self.state.get("holder") is not None
 
-    def session_facts(self, **fields: Any) -> None:
-        self.out.append(
-            SessionFacts(
-                session_id=self.session_id,
-                agent=AGENT,
-                native_id=self.native_id,
-                last_event_at=None if self.replayed else self.ts,
-                weak=self.replayed,
-                **fields,
-            )
-        )
+def _line(
+    source_path: str,
+    offset: int,
+    ts: str | None,
+    state: dict[str, Any],
+    out: list[Record] | None,
+    record_id: str | None = None,
+    rules: LineRules = RULES,
+) -> LineContext:
+    """One record being parsed, its records collected in ``out``. The parent's history
+    replayed in a child's rollout (the state names a ``holder``) is the parent's record,
+    a copy held by the child: the parent's own rollout makes the stronger claim."""
+    holder = _str(state.get("holder"))
+    if holder is None:
+        return LineContext(rules, source_path, offset, state, ts, out, record_id=record_id)
+    claim = (CLAIM_COPY, None, holder)
+    return LineContext(rules, source_path, offset, state, ts, out, record_id=record_id, claim=claim)
 
-    def drift(self, record_type: str) -> None:
-        self.out.append(Drift(adapter=AGENT, version=self.version, record_type=record_type))
+
+def _own_key(line: LineContext, kind: str, own_id: str | None) -> str:
+    """Key from the agent's own id (call_id, item id) when there is one."""
+    if own_id is None or line.rules is ITEM_RULES:
+        return line.key()
+    line.emitted += 1
+    return f"{AGENT}:{line.native_id}:{kind}:{own_id}"
+
+
+def _replayed(line: LineContext) -> bool:
+    """A record of the parent's history replayed in a child's rollout: its envelope
+    time is the replay's, not the record's, so no time of it is kept as a fact."""
+    return line.state.get("holder") is not None
+
+
+def _session_facts(line: LineContext, **fields: Any) -> None:
+    replayed = _replayed(line)
+    line.facts(last_event_at=None if replayed else line.ts, weak=replayed, **fields)
 
 
 # --------------------------------------------------------------------------- twins
 
 
-def _seen_from_other_source(line: _Line, kind: str, source: str, text: str) -> bool:
+def _seen_from_other_source(line: LineContext, kind: str, source: str, text: str) -> bool:
     """True when this prompt/message/compaction was already emitted from its twin record.
 
     Codex writes most things twice, in an order that changed across versions (the user
@@ -379,7 +357,7 @@ def _seen_from_other_source(line: _Line, kind: str, source: str, text: str) -> b
     return False
 
 
-def _remember(line: _Line, kind: str, source: str, text: str) -> None:
+def _remember(line: LineContext, kind: str, source: str, text: str) -> None:
     entries = line.state["unmatched"].setdefault(kind, [])
     entries.append([source, _text_hash(text)])
     del entries[:-MAX_UNMATCHED]
@@ -388,7 +366,7 @@ def _remember(line: _Line, kind: str, source: str, text: str) -> None:
 # --------------------------------------------------------------------------- turns
 
 
-def _open_turn(line: _Line, turn_id: str | None) -> None:
+def _open_turn(line: LineContext, turn_id: str | None) -> None:
     state = line.state
     if state.get("turn_id") is not None:
         # The transcript never said how the previous turn ended: the next one began.
@@ -402,32 +380,32 @@ def _open_turn(line: _Line, turn_id: str | None) -> None:
     model = _str(state.get("model"))
     state["turn_facts"] = [line.cwd, model]
     line.event(TURN_START)
-    line.out.append(
+    line.emit(
         TurnFacts(
             session_id=line.session_id,
             turn_id=turn_id,
-            started_at=None if line.replayed else line.ts,
-            status=None if line.replayed else "open",
+            started_at=None if _replayed(line) else line.ts,
+            status=None if _replayed(line) else "open",
             cwd=line.cwd,
             model=model,
         )
     )
     if line.ts is not None:
-        line.session_facts()  # last_event_at
+        _session_facts(line, )  # last_event_at
 
 
-def _close_turn(line: _Line, status: str, reason: str | None, ended_at: str | None) -> None:
+def _close_turn(line: LineContext, status: str, reason: str | None, ended_at: str | None) -> None:
     state = line.state
     turn_id = _str(state.get("turn_id"))
     if turn_id is None:
         return
     ev = line.event(TURN_END, data={"status": status, "reason": reason})
     ev.ts = ended_at
-    line.out.append(
+    line.emit(
         TurnFacts(
             session_id=line.session_id,
             turn_id=turn_id,
-            ended_at=None if line.replayed else ended_at,
+            ended_at=None if _replayed(line) else ended_at,
             status=status,
         )
     )
@@ -457,7 +435,7 @@ def _typed_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _on_prompt(line: _Line, text: str, source: str) -> None:
+def _on_prompt(line: LineContext, text: str, source: str) -> None:
     if not text.strip():
         return
     if _seen_from_other_source(line, "prompt", source, text):
@@ -470,7 +448,7 @@ def _on_prompt(line: _Line, text: str, source: str) -> None:
     line.event(PROMPT, data={"text": text})
     if not state.get("title_set"):
         state["title_set"] = True  # the first real prompt names the session
-        line.session_facts(title=_title_of(text))
+        _session_facts(line, title=_title_of(text))
 
 
 def _title_of(text: str) -> str:
@@ -478,7 +456,7 @@ def _title_of(text: str) -> str:
     return first[:TITLE_CHARS]
 
 
-def _on_assistant_text(line: _Line, text: str, source: str, own_id: str | None = None) -> None:
+def _on_assistant_text(line: LineContext, text: str, source: str, own_id: str | None = None) -> None:
     if not text.strip():
         return
     # In plan mode the assistant item also holds the <proposed_plan> block, which
@@ -487,10 +465,10 @@ def _on_assistant_text(line: _Line, text: str, source: str, own_id: str | None =
     if _seen_from_other_source(line, "message", source, twin_text):
         return
     _remember(line, "message", source, twin_text)
-    line.event(MESSAGE, key=line.own_key("item", own_id), data={"text": text})
+    line.event(MESSAGE, key=_own_key(line, "item", own_id), data={"text": text})
 
 
-def _on_compaction(line: _Line, source: str) -> None:
+def _on_compaction(line: LineContext, source: str) -> None:
     # ``compacted`` and event_msg/context_compacted describe one compaction.
     if _seen_from_other_source(line, "compaction", source, "compaction"):
         return
@@ -530,7 +508,7 @@ def _storable_summary(tool_input: dict[str, Any]) -> Any:
 
 
 def _remember_call(
-    line: _Line, call_id: str, tool: str | None, tool_input: dict[str, Any], summary: Any
+    line: LineContext, call_id: str, tool: str | None, tool_input: dict[str, Any], summary: Any
 ) -> None:
     """Keep the call for its output: the result needs the tool name and the input."""
     try:
@@ -546,12 +524,12 @@ def _remember_call(
 
 
 def _emit_call(
-    line: _Line, tool: str | None, call_id: str | None, tool_input: dict[str, Any]
+    line: LineContext, tool: str | None, call_id: str | None, tool_input: dict[str, Any]
 ) -> None:
     summary = _storable_summary(tool_input)
     line.event(
         TOOL_CALL,
-        key=line.own_key("call", call_id),
+        key=_own_key(line, "call", call_id),
         tool=tool,
         call_id=call_id,
         data={"input": summary},
@@ -646,7 +624,7 @@ def _is_error(output: ToolOutput) -> bool | None:
     return None
 
 
-def _emit_result(line: _Line, call_id: str | None, raw_output: Any) -> None:
+def _emit_result(line: LineContext, call_id: str | None, raw_output: Any) -> None:
     call = _dict(line.state["pending"].pop(call_id, None)) if call_id else {}
     output = parse_tool_output(raw_output)
     # exec_command_end may have arrived before the output (Codex 0.118): fill the gaps.
@@ -659,7 +637,7 @@ def _emit_result(line: _Line, call_id: str | None, raw_output: Any) -> None:
     call_input = call.get("input")
     line.event(
         TOOL_RESULT,
-        key=line.own_key("result", call_id),
+        key=_own_key(line, "result", call_id),
         tool=_str(call.get("tool")),
         call_id=call_id,
         data={
@@ -674,7 +652,7 @@ def _emit_result(line: _Line, call_id: str | None, raw_output: Any) -> None:
     )
 
 
-def _on_exec_command_end(line: _Line, payload: dict[str, Any]) -> None:
+def _on_exec_command_end(line: LineContext, payload: dict[str, Any]) -> None:
     """Exit code and duration of an exec call, kept for its function_call_output.
 
     When the output came first (or the call is unknown), nothing is emitted: the output
@@ -693,7 +671,7 @@ def _on_exec_command_end(line: _Line, payload: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- usage
 
 
-def _on_token_count(line: _Line, payload: dict[str, Any], emit: bool = True) -> None:
+def _on_token_count(line: LineContext, payload: dict[str, Any], emit: bool = True) -> None:
     """USAGE increments from Codex's cumulative totals.
 
     Codex re-emits token_count with unchanged totals; summing each event would overcount,
@@ -734,7 +712,7 @@ def _on_token_count(line: _Line, payload: dict[str, Any], emit: bool = True) -> 
 # --------------------------------------------------------------------------- records
 
 
-def _on_session_meta(line: _Line, payload: dict[str, Any]) -> None:
+def _on_session_meta(line: LineContext, payload: dict[str, Any]) -> None:
     state = line.state
     meta_id = _str(payload.get("id"))
     version = _str(payload.get("cli_version"))
@@ -744,7 +722,7 @@ def _on_session_meta(line: _Line, payload: dict[str, Any]) -> None:
             state["native_id"] = meta_id
         state["version"] = version
         state["session_cwd"] = _str(payload.get("cwd"))
-        line.session_facts(
+        _session_facts(line,
             cwd=state["session_cwd"],
             started_at=_ts(payload.get("timestamp")) or line.ts,
             version=version,
@@ -756,16 +734,16 @@ def _on_session_meta(line: _Line, payload: dict[str, Any]) -> None:
         )
     elif meta_id and meta_id != state.get("native_id"):
         # A fork/resume: this is the parent's meta, followed by a copy of its history.
-        line.session_facts(parent_session_id=session_key(AGENT, meta_id))
+        _session_facts(line, parent_session_id=session_key(AGENT, meta_id))
         state["replay"] = True
         state["replay_last_ts"] = line.ts
         state["replay_state"] = _replay_state(line, meta_id, payload)
     elif version and version != state.get("version"):
         state["version"] = version  # the same session reopened by another Codex
-        line.session_facts(version=version)
+        _session_facts(line, version=version)
 
 
-def _replay_state(line: _Line, parent_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _replay_state(line: LineContext, parent_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The parent's state for its replayed history: the records are the parent's, keyed
     and attributed as its own rollout would key them (see _history_key)."""
     sub = _fresh_state(line.source_path)
@@ -774,10 +752,10 @@ def _replay_state(line: _Line, parent_id: str, payload: dict[str, Any]) -> dict[
     sub["version"] = _str(payload.get("cli_version"))
     sub["session_cwd"] = _str(payload.get("cwd"))
     sub["holder"] = line.session_id
-    parent = _Line(line.source_path, line.offset, line.ts, sub, line.out)
+    parent = _line(line.source_path, line.offset, line.ts, sub, line.out)
     # Known through the child's replay until (unless) the parent's own rollout is read:
     # its own session_meta sets own_record.
-    parent.session_facts(
+    _session_facts(parent,
         cwd=sub["session_cwd"],
         started_at=_ts(payload.get("timestamp")),
         version=sub["version"],
@@ -805,7 +783,7 @@ def _source_value(value: Any) -> str | dict[str, Any] | None:
     return None
 
 
-def _on_turn_context(line: _Line, payload: dict[str, Any], emit: bool = True) -> None:
+def _on_turn_context(line: LineContext, payload: dict[str, Any], emit: bool = True) -> None:
     state = line.state
     cwd, model = _str(payload.get("cwd")), _str(payload.get("model"))
     if cwd:
@@ -816,17 +794,17 @@ def _on_turn_context(line: _Line, payload: dict[str, Any], emit: bool = True) ->
         return
     if model and model != state.get("reported_model"):
         state["reported_model"] = model
-        line.session_facts(model=model)
+        _session_facts(line, model=model)
     turn_id = _str(state.get("turn_id"))
     facts = [line.cwd, _str(state.get("model"))]
     if turn_id is not None and facts != state.get("turn_facts"):
         state["turn_facts"] = facts
-        line.out.append(
+        line.emit(
             TurnFacts(session_id=line.session_id, turn_id=turn_id, cwd=facts[0], model=facts[1])
         )
 
 
-def _on_event_msg(line: _Line, payload: dict[str, Any]) -> None:
+def _on_event_msg(line: LineContext, payload: dict[str, Any]) -> None:
     kind = payload.get("type")
     if not isinstance(kind, str):
         line.drift("event_msg/<no type>")
@@ -840,8 +818,8 @@ def _on_event_msg(line: _Line, payload: dict[str, Any]) -> None:
     elif kind == "entered_review_mode":
         # The review sub-agent's rollout names no parent, only {"subagent": "review"}:
         # the store links it to the session that entered review mode as it began.
-        if line.ts is not None and not line.replayed:
-            line.out.append(SpawnPoint(line.session_id, "review", line.ts, line.cwd))
+        if line.ts is not None and not _replayed(line):
+            line.emit(SpawnPoint(line.session_id, "review", line.ts, line.cwd))
     elif kind == "task_complete":
         _close_turn(line, "complete", None, line.ts)
     elif kind == "turn_aborted":
@@ -874,7 +852,7 @@ def _on_event_msg(line: _Line, payload: dict[str, Any]) -> None:
         line.drift(f"event_msg/{kind}")
 
 
-def _on_response_item(line: _Line, item: dict[str, Any]) -> None:
+def _on_response_item(line: LineContext, item: dict[str, Any]) -> None:
     kind = item.get("type")
     if not isinstance(kind, str):
         line.drift("response_item/<no type>")
@@ -890,7 +868,7 @@ def _on_response_item(line: _Line, item: dict[str, Any]) -> None:
             _on_assistant_text(line, text_of(item.get("content")), FROM_ITEM, own_id)
         # developer and system messages are instructions, never prompts.
     elif kind == "reasoning":
-        line.event(REASONING, key=line.own_key("item", own_id), data={})
+        line.event(REASONING, key=_own_key(line, "item", own_id), data={})
     elif kind == "function_call":
         call_id = _str(item.get("call_id")) or own_id
         _emit_call(line, _str(item.get("name")), call_id, _parse_arguments(item.get("arguments")))
@@ -914,7 +892,7 @@ def _on_response_item(line: _Line, item: dict[str, Any]) -> None:
         line.drift(f"response_item/{kind}")
 
 
-def _on_legacy_header(line: _Line, header: dict[str, Any]) -> None:
+def _on_legacy_header(line: LineContext, header: dict[str, Any]) -> None:
     """Pre-envelope line 1: ``{id, timestamp, instructions, git}``."""
     state = line.state
     if state.get("meta_seen"):
@@ -923,7 +901,7 @@ def _on_legacy_header(line: _Line, header: dict[str, Any]) -> None:
     header_id = _str(header.get("id"))
     if header_id:
         state["native_id"] = header_id
-    line.session_facts(started_at=_ts(header.get("timestamp")))
+    _session_facts(line, started_at=_ts(header.get("timestamp")))
 
 
 def _continues_replay(state: dict[str, Any], ts: str | None) -> bool:
@@ -939,7 +917,7 @@ def _continues_replay(state: dict[str, Any], ts: str | None) -> bool:
     return abs((now - before).total_seconds()) <= REPLAY_GAP_SECONDS
 
 
-def _absorb_replayed(line: _Line, record_type: str, payload: dict[str, Any]) -> None:
+def _absorb_replayed(line: LineContext, record_type: str, payload: dict[str, Any]) -> None:
     """What the child's live part needs of a copied record: cwd, model and the token
     counter baseline (so the child is given only its own tokens)."""
     if record_type == "turn_context":
@@ -963,13 +941,13 @@ def _history_key(state: dict[str, Any], payload: Any) -> str:
     return f"{AGENT}:{state['native_id']}:h{pos}:{digest}"
 
 
-def _on_replayed(line: _Line, record_type: str, payload: Any) -> None:
+def _on_replayed(line: LineContext, record_type: str, payload: Any) -> None:
     """A record of the parent's history copied into this rollout: kept, as the parent's
     (its session, its keys), and absorbed into the child's state."""
     sub = line.state.get("replay_state")
     if isinstance(sub, dict) and record_type != "session_meta":
-        _ensure_state(sub, line.source_path)
-        parent = _Line(line.source_path, line.offset, line.ts, sub, line.out)
+        upgrade_state(sub, line.source_path, RULES)
+        parent = _line(line.source_path, line.offset, line.ts, sub, line.out)
         _dispatch(parent, record_type, payload)
         if line.ts is not None and sub.get("turn_id") is not None:
             sub["turn_last_ts"] = line.ts
@@ -977,7 +955,7 @@ def _on_replayed(line: _Line, record_type: str, payload: Any) -> None:
         _absorb_replayed(line, record_type, payload)
 
 
-def _on_envelope(line: _Line, record_type: str, payload: Any) -> None:
+def _on_envelope(line: LineContext, record_type: str, payload: Any) -> None:
     state = line.state
     if state.get("replay"):
         if _continues_replay(state, line.ts):
@@ -990,7 +968,7 @@ def _on_envelope(line: _Line, record_type: str, payload: Any) -> None:
     _dispatch(line, record_type, payload)
 
 
-def _dispatch(line: _Line, record_type: str, payload: Any) -> None:
+def _dispatch(line: LineContext, record_type: str, payload: Any) -> None:
     if record_type not in RECORD_TYPES:
         line.drift(record_type)
         return
@@ -998,7 +976,7 @@ def _dispatch(line: _Line, record_type: str, payload: Any) -> None:
         line.drift(f"{record_type}/<invalid payload>")
         return
     if record_type != "session_meta":
-        line.hist_key = _history_key(line.state, payload)
+        line.record_id = _history_key(line.state, payload)
     if record_type == "session_meta":
         _on_session_meta(line, payload)
     elif record_type == "turn_context":
@@ -1014,7 +992,7 @@ def _dispatch(line: _Line, record_type: str, payload: Any) -> None:
 # --------------------------------------------------------------------------- legacy .json
 
 
-def _on_chat_item(line: _Line, item: dict[str, Any]) -> None:
+def _on_chat_item(line: LineContext, item: dict[str, Any]) -> None:
     """A Chat-Completions-style item of the legacy .json rollout (ocodex fork)."""
     role = item.get("role")
     if role == "user":
@@ -1051,16 +1029,13 @@ class CodexAdapter:
     def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
-        _ensure_state(state, source_path)
-        if not isinstance(obj, dict):
-            return [
-                Drift(
-                    adapter=AGENT,
-                    version=_str(state.get("version")) or "unknown",
-                    record_type="<not an object>",
-                )
-            ]
-        line = _Line(source_path, offset, _ts(obj.get("timestamp")), state)
+        early = begin(RULES, obj, source_path, state)
+        if early is not None:
+            return early
+        out: list[Record] = []
+        # A file's own state never names a holder (only a replay's sub-state does, see
+        # _line): the line is built directly, as it is for every line of every rollout.
+        line = LineContext(RULES, source_path, offset, state, _ts(obj.get("timestamp")), out)
         record_type = obj.get("type")
         if isinstance(record_type, str) and "payload" in obj:
             _on_envelope(line, record_type, obj.get("payload"))
@@ -1075,7 +1050,7 @@ class CodexAdapter:
             line.drift("<no type>")
         if line.ts is not None and state.get("turn_id") is not None:
             state["turn_last_ts"] = line.ts
-        return line.out
+        return out
 
     def parse_document(
         self, obj: Any, source_path: str, state: dict[str, Any]
@@ -1091,19 +1066,19 @@ class CodexAdapter:
         parse_state = _fresh_state(source_path)
         if not isinstance(obj, dict):
             return [Drift(adapter=AGENT, version="unknown", record_type="document/<not an object>")]
-        head = _Line(source_path, 0, None, parse_state)
+        out: list[Record] = []
+        head = _line(source_path, 0, None, parse_state, out)
         session = obj.get("session")
         if isinstance(session, dict):
             _on_legacy_header(head, session)
         else:
             head.drift("document/<no session>")
-        out = head.out
         items = obj.get("items")
         if not isinstance(items, list):
             head.drift("document/<no items>")
             return out
         for i, item in enumerate(items):
-            line = _Line(source_path, 0, None, parse_state, out, item_key=line_key(source_path, 0, i))
+            line = _line(source_path, 0, None, parse_state, out, line_key(source_path, 0, i), ITEM_RULES)
             if not isinstance(item, dict):
                 line.drift("document/<not an object>")
             elif isinstance(item.get("type"), str):
