@@ -265,6 +265,17 @@ def state_version(state: dict[str, Any], obj: Any = None) -> str:
     return nonempty_str(state.get("version")) or "unknown"
 
 
+def cwd_in_state(state: dict[str, Any]) -> str | None:
+    """A cwd rule: the state's ``cwd``."""
+    return nonempty_str(state.get("cwd"))
+
+
+def open_turn_in_state(state: dict[str, Any]) -> str | None:
+    """A turn rule: the state's ``turn`` while ``turn_open`` (see open_turn)."""
+    turn = state.get("turn")
+    return turn if state.get("turn_open") and isinstance(turn, str) else None
+
+
 @dataclass(frozen=True, slots=True)
 class LineRules:
     """What differs between the adapters' line contexts, given once per adapter (a

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -31,21 +30,26 @@ from ..events import (
     REASONING,
     TOOL_CALL,
     TOOL_RESULT,
-    TURN_END,
-    TURN_START,
-    Drift,
     Event,
     Record,
     SessionFacts,
-    TurnFacts,
-    line_key,
     session_key,
+)
+from .common import (
+    LineContext,
+    LineRules,
+    begin,
+    cwd_in_state,
+    normalize_ts,
+    open_turn_in_state,
+    parse_arguments,
+    summarize_input,
+    text_of,
 )
 from .common import as_dict as _dict
 from .common import as_int as _int
 from .common import first_line as common_first_line
 from .common import nonempty_str as _str
-from .common import normalize_ts, parse_arguments, summarize_input, text_of
 from .common import state_table as _table
 
 NAME = "muse"
@@ -76,11 +80,6 @@ MAX_TITLE_CHARS = 120
 _EPOCH = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
-
-
-
-
-
 def is_directive_source(source: str | None) -> bool:
     """Dotted ``runtime.*`` sources and ``scheduler.cron`` label what the runtime injects
     (feed jobs, self-improvement runs, cron workers). A bare ``runtime`` is interactive."""
@@ -105,46 +104,35 @@ def map_tool(name: str | None, arguments: dict[str, Any]) -> tuple[str | None, d
     return TOOL_NAMES.get(name, name), arguments
 
 
+def _seq_key(obj: dict[str, Any], native_id: str) -> str | None:
+    """``muse:<session>:<seq>`` when the record has a sequence number."""
+    seq = obj.get("seq")
+    if isinstance(seq, int) and not isinstance(seq, bool):
+        return f"{NAME}:{native_id}:{seq}"
+    if isinstance(seq, str) and seq.isascii() and seq.isdigit() and len(seq) < 20:
+        return f"{NAME}:{native_id}:{int(seq)}"
+    return None
 
 
-@dataclass(slots=True)
-class _Line:
-    obj: dict[str, Any]
-    offset: int
-    source_path: str
-    state: dict[str, Any]
-    native_id: str
-    session_id: str
-    ts: str | None
-    source: str | None
+def _key(line: LineContext) -> str:
+    """The record's sequence key, else where the line sits in its file."""
+    return line.record_id or line.position_key(0)
 
-    def seq_key(self) -> str | None:
-        seq = self.obj.get("seq")
-        if isinstance(seq, int) and not isinstance(seq, bool):
-            return f"{NAME}:{self.native_id}:{seq}"
-        if isinstance(seq, str) and seq.isascii() and seq.isdigit() and len(seq) < 20:
-            return f"{NAME}:{self.native_id}:{int(seq)}"
-        return None
 
-    def key(self) -> str:
-        """``muse:<session>:<seq>`` when the record has a sequence number, else where
-        the line sits in its file."""
-        return self.seq_key() or line_key(self.source_path, self.offset)
+def _source(line: LineContext) -> str | None:
+    """Who wrote the record: the user, the runtime, a scheduler (see is_directive_source)."""
+    return _str(line.obj.get("source"))
 
-    def event(self, kind: str, key: str, **fields: Any) -> Event:
-        turn = self.state.get("turn") if self.state.get("turn_open") else None
-        fields.setdefault("turn_id", turn if isinstance(turn, str) else None)
-        fields.setdefault("cwd", _str(self.state.get("cwd")))
-        return Event(
-            key=key,
-            session_id=self.session_id,
-            kind=kind,
-            ts=self.ts,
-            adapter=NAME,
-            source_path=self.source_path,
-            offset=self.offset,
-            **fields,
-        )
+
+# The line context's rules (common.LineRules): the session is fixed per line (the header
+# names it before any item); the open turn and the cwd are read from the state.
+RULES = LineRules(
+    agent=NAME,
+    key=_key,
+    turn=open_turn_in_state,
+    cwd=cwd_in_state,
+    record_types=HANDLED_RECORD_TYPES,
+)
 
 
 class MuseAdapter:
@@ -203,51 +191,29 @@ class MuseAdapter:
     def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
-        if not isinstance(obj, dict):
-            return []
-        record_type = obj.get("type")
-        if not isinstance(record_type, str):
-            return [Drift(NAME, _version(state), "<no type>")]
-        if record_type not in HANDLED_RECORD_TYPES:
-            return [Drift(NAME, _version(state), record_type)]
+        early = begin(RULES, obj, source_path, state)
+        if early is not None:
+            return early
+        record_type = obj["type"]
         if record_type == "session_header":
             _read_header(obj, state)
         native_id = _native_session_id(source_path, state)
-        line = _Line(
-            obj=obj,
-            offset=offset,
-            source_path=source_path,
-            state=state,
-            native_id=native_id,
-            session_id=session_key(NAME, native_id),
-            ts=muse_ts(obj.get("created_at")),
-            source=_str(obj.get("source")),
+        ts = muse_ts(obj.get("created_at"))
+        line = LineContext(
+            RULES, source_path, offset, state, ts, None, native_id, obj, _seq_key(obj, native_id)
         )
         out: list[Record] = []
         if record_type == "item":
             out += _item(line)
         elif record_type == "compaction_checkpoint":
             out += _compaction(line)
-        if line.ts:
-            out.append(
-                SessionFacts(
-                    line.session_id,
-                    NAME,
-                    native_id,
-                    cwd=_str(state.get("cwd")),
-                    started_at=line.ts,
-                    last_event_at=line.ts,
-                )
-            )
-            state["last_ts"] = line.ts
+        if ts:
+            out.append(line.facts(cwd=_str(state.get("cwd")), started_at=ts, last_event_at=ts))
+            state["last_ts"] = ts
         return out
 
 
 ADAPTER = MuseAdapter()
-
-
-def _version(state: dict[str, Any]) -> str:
-    return _str(state.get("version")) or "unknown"
 
 
 def _read_header(obj: dict[str, Any], state: dict[str, Any]) -> None:
@@ -275,16 +241,16 @@ def _native_session_id(source_path: str, state: dict[str, Any]) -> str:
 # -- items ------------------------------------------------------------------------------
 
 
-def _item(line: _Line) -> list[Record]:
+def _item(line: LineContext) -> list[Record]:
     item = line.obj.get("item")
     if not isinstance(item, dict):
         return []
     item_type = item.get("type")
     if not isinstance(item_type, str):
-        return [Drift(NAME, _version(line.state), "item/<no type>")]
+        return [line.drift("item/<no type>")]
     if item_type not in HANDLED_ITEM_TYPES:
-        return [Drift(NAME, _version(line.state), f"item/{item_type}")]
-    source_data = {"source": line.source}
+        return [line.drift(f"item/{item_type}")]
+    source_data = {"source": _source(line)}
     if item_type in ("message", "message_parts"):
         return _message(line, item)
     if item_type == "commentary_text":
@@ -301,7 +267,7 @@ def _item(line: _Line) -> list[Record]:
     return [_tool_result(line, item)]
 
 
-def _message(line: _Line, item: dict[str, Any]) -> list[Record]:
+def _message(line: LineContext, item: dict[str, Any]) -> list[Record]:
     role = item.get("role") if isinstance(item.get("role"), str) else None
     if role in SKIPPED_ROLES:
         return []
@@ -318,61 +284,32 @@ def _message(line: _Line, item: dict[str, Any]) -> list[Record]:
     if role == "assistant":
         if not text:
             return []
-        return [line.event(MESSAGE, line.key(), data={"text": text, "source": line.source})]
+        return [line.event(MESSAGE, line.key(), data={"text": text, "source": _source(line)})]
     if role != "user":
-        return [Drift(NAME, _version(line.state), f"item/{item.get('type')}/role:{role}")]
+        return [line.drift(f"item/{item.get('type')}/role:{role}")]
     if not text:
         return []
-    if is_directive_source(line.source):
-        # The runtime starts a job of its own: the user's turn is over, and the job's
-        # events belong to no turn until the next real prompt.
-        out = _end_turn(line)
-        out.append(line.event(DIRECTIVE, line.key(), data={"text": text, "source": line.source}))
+    if is_directive_source(_source(line)):
+        # The runtime starts a job of its own: the user's turn is over (Muse writes no
+        # turn boundaries: a turn ends with the last event before the next prompt or
+        # runtime directive), and the job's events belong to no turn until the next
+        # real prompt.
+        out = line.close_turn("complete", None)
+        out.append(line.event(DIRECTIVE, line.key(), data={"text": text, "source": _source(line)}))
         return out
-    out = _end_turn(line)
-    out += _start_turn(line)
-    out.append(line.event(PROMPT, line.key(), data={"text": text, "source": line.source}))
+    # Each real prompt opens a turn, named by the prompt's key.
+    out = line.open_turn(line.key(), ts=line.ts, cwd=line.cwd)
+    out.append(line.event(PROMPT, line.key(), data={"text": text, "source": _source(line)}))
     # The session's title is its first real prompt; an injected "[Subagent Context]"
     # preamble still counts as a prompt but would make a useless title.
     if not line.state.get("titled") and not text.lower().startswith(SUBAGENT_CONTEXT_PREFIX):
         title = common_first_line(text, len(text))
         line.state["titled"] = True
-        out.append(
-            SessionFacts(line.session_id, NAME, line.native_id, title=title[:MAX_TITLE_CHARS])
-        )
+        out.append(line.facts(title=title[:MAX_TITLE_CHARS]))
     return out
 
 
-def _end_turn(line: _Line) -> list[Record]:
-    """Muse writes no turn boundaries: a turn ends with the last event before the next
-    prompt or runtime directive."""
-    state = line.state
-    turn_id = state.get("turn")
-    if not state.get("turn_open") or not isinstance(turn_id, str):
-        return []
-    state["turn_open"] = False
-    ended_at = _str(state.get("last_ts")) or line.ts
-    end = line.event(
-        TURN_END, f"{turn_id}:end", turn_id=turn_id, data={"status": "complete", "reason": None}
-    )
-    end.ts = ended_at
-    return [end, TurnFacts(line.session_id, turn_id, ended_at=ended_at, status="complete")]
-
-
-def _start_turn(line: _Line) -> list[Record]:
-    """Each real prompt opens a turn, named by the prompt's key."""
-    state = line.state
-    turn_id = line.key()
-    state["turn"] = turn_id
-    state["turn_open"] = True
-    start = line.event(TURN_START, f"{turn_id}:start", turn_id=turn_id)
-    facts = TurnFacts(
-        line.session_id, turn_id, started_at=line.ts, status="open", cwd=_str(state.get("cwd"))
-    )
-    return [start, facts]
-
-
-def _tool_call(line: _Line, item: dict[str, Any]) -> Event:
+def _tool_call(line: LineContext, item: dict[str, Any]) -> Event:
     raw_name = _str(item.get("name"))
     name, arguments = map_tool(raw_name, parse_arguments(item.get("arguments")))
     call_id = _str(item.get("call_id"))
@@ -390,12 +327,12 @@ def _tool_call(line: _Line, item: dict[str, Any]) -> Event:
         line.key(),
         tool=name,
         call_id=call_id,
-        data={"input": summarize_input(arguments), "source": line.source},
+        data={"input": summarize_input(arguments), "source": _source(line)},
         input=arguments,
     )
 
 
-def _tool_result(line: _Line, item: dict[str, Any]) -> Event:
+def _tool_result(line: LineContext, item: dict[str, Any]) -> Event:
     call_id = _str(item.get("call_id"))
     call = _dict(_table(line.state, "pending").pop(call_id, None)) if call_id else {}
     output = item.get("output")
@@ -417,17 +354,17 @@ def _tool_result(line: _Line, item: dict[str, Any]) -> Event:
             "duration_ms": None,
             "output_chars": len(text),
             "interrupted": False,
-            "source": line.source,
+            "source": _source(line),
         },
         input=_dict(call.get("input")) if "input" in call else None,
         contents=[("output", text)] if text else [],
     )
 
 
-def _compaction(line: _Line) -> list[Record]:
+def _compaction(line: LineContext) -> list[Record]:
     """Metadata only: the checkpoint's summary is never read."""
     obj = line.obj
-    key = line.seq_key()
+    key = line.record_id
     compaction_id = obj.get("compaction_id")
     if key is None and isinstance(compaction_id, int | str) and not isinstance(compaction_id, bool):
         key = f"{NAME}:{line.native_id}:compaction:{compaction_id}"
