@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -44,18 +43,25 @@ from ..events import (
     REASONING,
     TOOL_CALL,
     TOOL_RESULT,
-    TURN_END,
-    TURN_START,
     USAGE,
-    Drift,
-    Event,
     Record,
     SessionFacts,
     TurnFacts,
-    line_key,
     session_key,
 )
-from .common import as_count, first_line, normalize_ts, stable_digest, summarize_input
+from .common import (
+    LineContext,
+    LineRules,
+    as_count,
+    begin,
+    cwd_in_state,
+    first_line,
+    normalize_ts,
+    open_turn_in_state,
+    stable_digest,
+    summarize_input,
+    upgrade_state,
+)
 from .common import as_dict as _dict
 from .common import nonempty_str as _str
 from .common import parse_arguments as _parse_arguments
@@ -201,8 +207,6 @@ def seed_cwd(state: dict[str, Any], cwd: str | None) -> None:
 # --------------------------------------------------------------------------- small readers
 
 
-
-
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
@@ -215,8 +219,6 @@ def _native_from_path(source_path: str) -> str:
     if match:
         return match.group(1)
     return base.rsplit(".", 1)[0] if "." in base else base or "unknown"
-
-
 
 
 def _fresh_state(source_path: str) -> dict[str, Any]:
@@ -240,108 +242,47 @@ def _fresh_state(source_path: str) -> dict[str, Any]:
     }
 
 
-def _ensure_state(state: dict[str, Any], source_path: str) -> None:
-    if state.get("schema") == STATE_SCHEMA:
-        return
-    for key, value in _fresh_state(source_path).items():
-        state.setdefault(key, value)
-    state["schema"] = STATE_SCHEMA
-
-
 # --------------------------------------------------------------------------- line context
 
 
-@dataclass
-class _Line:
-    source_path: str
-    offset: int
-    state: dict[str, Any]
-    ts: str | None
-    event_id: str | None
-    subagent_id: str | None
-    out: list[Record] = field(default_factory=list)
-    emitted: int = 0
+def _key(line: LineContext, suffix: str | None = None) -> str:
+    """``copilot:<session>:<event id>[:suffix]``, or where the line sits."""
+    if line.record_id is None:
+        return line.position_key()
+    base = f"{NAME}:{line.native_id}:{line.record_id}"
+    return f"{base}:{suffix}" if suffix else base
 
-    @property
-    def native_id(self) -> str:
-        return str(self.state["session"])
 
-    @property
-    def session_id(self) -> str:
-        return session_key(NAME, self.native_id)
+def _native_of(state: dict[str, Any]) -> str:
+    return str(state["session"])
 
-    @property
-    def version(self) -> str:
-        return _str(self.state.get("version")) or "unknown"
 
-    @property
-    def turn_id(self) -> str | None:
-        turn = self.state.get("turn")
-        return turn if self.state.get("turn_open") and isinstance(turn, str) else None
-
-    def key(self, suffix: str | None = None) -> str:
-        """``copilot:<session>:<event id>[:suffix]``, or where the line sits."""
-        if self.event_id is None:
-            n = self.emitted
-            self.emitted += 1
-            return line_key(self.source_path, self.offset, n)
-        base = f"{NAME}:{self.native_id}:{self.event_id}"
-        return f"{base}:{suffix}" if suffix else base
-
-    def event(self, kind: str, key: str, **fields: Any) -> Event:
-        fields.setdefault("turn_id", self.turn_id)
-        fields.setdefault("cwd", _str(self.state.get("cwd")))
-        ev = Event(
-            key=key,
-            session_id=self.session_id,
-            kind=kind,
-            ts=self.ts,
-            adapter=NAME,
-            source_path=self.source_path,
-            offset=self.offset,
-            subagent_id=self.subagent_id,
-            **fields,
-        )
-        self.out.append(ev)
-        return ev
-
-    def facts(self, **fields: Any) -> None:
-        self.out.append(SessionFacts(self.session_id, NAME, self.native_id, **fields))
-
-    def drift(self, record_type: str) -> None:
-        self.out.append(Drift(NAME, self.version, record_type))
+# The line context's rules (common.LineRules): the session (session.start names it),
+# the open turn and the cwd (session.start, context changes) are read from the state;
+# an event's id keys what it yields; a sub-agent's events are fixed per line.
+RULES = LineRules(
+    agent=NAME,
+    key=_key,
+    native_id=_native_of,
+    turn=open_turn_in_state,
+    cwd=cwd_in_state,
+    fresh_state=_fresh_state,
+    state_schema=STATE_SCHEMA,
+    not_object_drift=True,
+)
 
 
 # --------------------------------------------------------------------------- turns
 
 
-def _end_turn(line: _Line, status: str, reason: str | None, at_marker: bool = False) -> None:
-    state = line.state
-    turn = line.turn_id
-    if turn is None:
-        return
-    state["turn_open"] = False
-    ended_at = line.ts if at_marker else (_str(state.get("last_ts")) or line.ts)
-    line.event(
-        TURN_END, f"{turn}:end", turn_id=turn, data={"status": status, "reason": reason}
-    ).ts = ended_at
-    line.out.append(TurnFacts(line.session_id, turn, ended_at=ended_at, status=status))
+def _start_turn(line: LineContext, turn: str) -> None:
+    """A prompt opens a turn (closing the open one); its TurnFacts carry the model in use."""
+    model = _str(line.state.get("model"))
+    line.open_turn(turn, ts=line.ts, cwd=line.cwd, model=model)
+    line.state["turn_model"] = model
 
 
-def _start_turn(line: _Line, turn: str) -> None:
-    _end_turn(line, "complete", None)
-    state = line.state
-    state["turn"], state["turn_open"] = turn, True
-    cwd = _str(state.get("cwd"))
-    line.event(TURN_START, f"{turn}:start", turn_id=turn)
-    model = _str(state.get("model"))
-    line.out.append(
-        TurnFacts(line.session_id, turn, started_at=line.ts, status="open", cwd=cwd, model=model)
-    )
-    state["turn_model"] = model
-
-
-def _set_model(line: _Line, model: str | None) -> None:
+def _set_model(line: LineContext, model: str | None) -> None:
     if not model:
         return
     state = line.state
@@ -352,10 +293,10 @@ def _set_model(line: _Line, model: str | None) -> None:
     turn = line.turn_id
     if turn is not None and state.get("turn_model") != model:
         state["turn_model"] = model
-        line.out.append(TurnFacts(line.session_id, turn, model=model))
+        line.emit(TurnFacts(line.session_id, turn, model=model))
 
 
-def _title(line: _Line, text: str) -> None:
+def _title(line: LineContext, text: str) -> None:
     if line.state.get("titled") or line.subagent_id is not None:
         return
     title = first_line(text, MAX_TITLE_CHARS)
@@ -367,7 +308,7 @@ def _title(line: _Line, text: str) -> None:
 # --------------------------------------------------------------------------- events
 
 
-def _on_start(line: _Line, data: dict[str, Any], resumed: bool) -> None:
+def _on_start(line: LineContext, data: dict[str, Any], resumed: bool) -> None:
     state = line.state
     if not resumed:
         native = _str(data.get("sessionId"))
@@ -392,7 +333,7 @@ def _on_start(line: _Line, data: dict[str, Any], resumed: bool) -> None:
     _set_model(line, _str(data.get("selectedModel")))
 
 
-def _on_user(line: _Line, data: dict[str, Any]) -> None:
+def _on_user(line: LineContext, data: dict[str, Any]) -> None:
     text = _text(data.get("content")).strip()
     if not text:
         return
@@ -416,7 +357,7 @@ def _on_user(line: _Line, data: dict[str, Any]) -> None:
     _title(line, text)
 
 
-def _on_assistant(line: _Line, data: dict[str, Any]) -> None:
+def _on_assistant(line: LineContext, data: dict[str, Any]) -> None:
     model = _str(data.get("model"))
     if line.subagent_id is None:
         _set_model(line, model)
@@ -450,7 +391,7 @@ def _on_assistant(line: _Line, data: dict[str, Any]) -> None:
         line.event(USAGE, line.key("usage"), data=_usage_data([0, output, 0, 0, 0], model))
 
 
-def _emit_call(line: _Line, call_id: str | None, tool: str | None, raw: Any) -> None:
+def _emit_call(line: LineContext, call_id: str | None, tool: str | None, raw: Any) -> None:
     pending = _table(line.state, "pending")
     if call_id and call_id in pending:
         return  # already emitted from the assistant message (or the execution start)
@@ -483,7 +424,7 @@ def _json_bytes(value: Any) -> bytes:
         return json.dumps(value, default=str).encode()
 
 
-def _on_complete(line: _Line, data: dict[str, Any]) -> None:
+def _on_complete(line: LineContext, data: dict[str, Any]) -> None:
     call_id = _str(data.get("toolCallId"))
     call = _dict(_table(line.state, "pending").pop(call_id, None)) if call_id else {}
     tool = _str(call.get("tool"))
@@ -519,7 +460,7 @@ def _on_complete(line: _Line, data: dict[str, Any]) -> None:
     )
 
 
-def _count(line: _Line, model: str | None, counts: list[int]) -> None:
+def _count(line: LineContext, model: str | None, counts: list[int]) -> None:
     counted = _table(line.state, "usage_counted")
     before = counted.get(model or "")
     before = (
@@ -541,7 +482,7 @@ def _usage_data(counts: list[int], model: str | None) -> dict[str, Any]:
     }
 
 
-def _on_shutdown(line: _Line, data: dict[str, Any]) -> None:
+def _on_shutdown(line: LineContext, data: dict[str, Any]) -> None:
     """Per model, the shutdown's totals beyond what was counted since the previous
     shutdown. Totals that grew since that shutdown are cumulative (the increase is this
     lifetime's); totals that went down restarted with a resume (they are this lifetime's
@@ -570,11 +511,11 @@ def _on_shutdown(line: _Line, data: dict[str, Any]) -> None:
         if any(extra):
             line.event(USAGE, line.key(f"usage:{model}"), data=_usage_data(extra, model))
     state["usage_counted"] = {}
-    _end_turn(line, "complete", None)
+    line.close_turn("complete", None)
     _set_model(line, _str(data.get("currentModel")))
 
 
-def _on_compaction(line: _Line, data: dict[str, Any]) -> None:
+def _on_compaction(line: LineContext, data: dict[str, Any]) -> None:
     if data.get("success") is False:
         message = _text(data.get("error")) or "compaction failed"
         line.event(
@@ -605,7 +546,7 @@ def _on_compaction(line: _Line, data: dict[str, Any]) -> None:
             line.event(USAGE, line.key("usage"), data=_usage_data(counts, model))
 
 
-def _dispatch(line: _Line, kind: str, data: dict[str, Any]) -> None:
+def _dispatch(line: LineContext, kind: str, data: dict[str, Any]) -> None:
     state = line.state
     if kind == "session.start":
         _on_start(line, data, resumed=False)
@@ -635,7 +576,7 @@ def _dispatch(line: _Line, kind: str, data: dict[str, Any]) -> None:
         _on_complete(line, data)
     elif kind == "abort":
         if line.subagent_id is None:
-            _end_turn(line, "aborted", _str(data.get("reason")), at_marker=True)
+            line.close_turn("aborted", _str(data.get("reason")), at_marker=True)
     elif kind == "session.error":
         message = _text(data.get("message")) or "error"
         error_type = _str(data.get("errorType")) or "error"
@@ -660,7 +601,7 @@ def _dispatch(line: _Line, kind: str, data: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- legacy document
 
 
-def _document(line: _Line, obj: dict[str, Any]) -> None:
+def _document(line: LineContext, obj: dict[str, Any]) -> None:
     """``history-session-state/session_<id>_<ms>.json`` (before 0.0.342). The timeline
     has ids, times and texts; tool outputs come from the OpenAI-style ``chatMessages``
     (what the model saw). Entries seen before (same digest) are skipped."""
@@ -689,7 +630,7 @@ def _document(line: _Line, obj: dict[str, Any]) -> None:
         done["h"] = digest
         _remember(seen, entry_id, done, MAX_DOC_ENTRIES)
         line.ts = normalize_ts(entry.get("timestamp"))
-        line.event_id = entry_id
+        line.record_id = entry_id
         latest = max(latest, line.ts) if latest and line.ts else (line.ts or latest)
         if outputs is None and entry.get("type") == "tool_call_completed":
             outputs = _tool_outputs(obj.get("chatMessages"))  # built once, when needed
@@ -700,12 +641,12 @@ def _document(line: _Line, obj: dict[str, Any]) -> None:
     else:
         started = None
     if started or latest:
-        line.event_id = None
+        line.record_id = None
         line.facts(started_at=started, last_event_at=latest)
 
 
 def _timeline_entry(
-    line: _Line, entry: dict[str, Any], done: dict[str, Any], outputs: dict[str, str]
+    line: LineContext, entry: dict[str, Any], done: dict[str, Any], outputs: dict[str, str]
 ) -> None:
     """One new or changed timeline entry; ``done`` marks the parts already emitted.
     ``outputs``: the chat's tool messages by call id (what the model saw)."""
@@ -750,7 +691,7 @@ def _tool_outputs(messages: Any) -> dict[str, str]:
 
 
 def _legacy_result(
-    line: _Line, entry: dict[str, Any], call_id: str | None, outputs: dict[str, str]
+    line: LineContext, entry: dict[str, Any], call_id: str | None, outputs: dict[str, str]
 ) -> None:
     result = _dict(entry.get("result"))
     output = outputs.get(call_id or "", "") or _text(result.get("log"))
@@ -778,19 +719,16 @@ class CopilotAdapter:
     def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
-        _ensure_state(state, source_path)
-        if not isinstance(obj, dict):
-            return [Drift(NAME, _str(state.get("version")) or "unknown", "<not an object>")]
+        early = begin(RULES, obj, source_path, state)
+        if early is not None:
+            return early
         kind = obj.get("type")
         data = obj.get("data")
         agent = _str(obj.get("agentId")) or _str(_dict(data).get("parentToolCallId"))
-        line = _Line(
-            source_path,
-            offset,
-            state,
-            normalize_ts(obj.get("timestamp")),
-            _str(obj.get("id")),
-            agent,
+        out: list[Record] = []
+        ts = normalize_ts(obj.get("timestamp"))
+        line = LineContext(
+            RULES, source_path, offset, state, ts, out, record_id=_str(obj.get("id")), subagent_id=agent
         )
         if not isinstance(kind, str):
             line.drift("<no type>")
@@ -801,9 +739,9 @@ class CopilotAdapter:
                 line.drift(f"{kind}/<no data>")
         else:
             _dispatch(line, kind, data)
-        if line.ts is not None:
-            state["last_ts"] = line.ts
-        return line.out
+        if ts is not None:
+            state["last_ts"] = ts
+        return out
 
     def parse_document(
         self, obj: Any, source_path: str, state: dict[str, Any] | None = None
@@ -811,12 +749,13 @@ class CopilotAdapter:
         """The legacy ``history-session-state`` document; anything else yields nothing."""
         if state is None:
             state = _fresh_state(source_path)
-        _ensure_state(state, source_path)
-        line = _Line(source_path, 0, state, None, None, None)
+        upgrade_state(state, source_path, RULES)
+        out: list[Record] = []
+        line = LineContext(RULES, source_path, 0, state, None, out)
         if not isinstance(obj, dict):
             return []
         _document(line, obj)
-        return line.out
+        return out
 
 
 ADAPTER = CopilotAdapter()
