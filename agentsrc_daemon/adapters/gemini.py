@@ -36,7 +36,6 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -52,20 +51,21 @@ from ..events import (
     TURN_END,
     TURN_START,
     USAGE,
-    Drift,
-    Event,
     Record,
-    SessionFacts,
     TurnFacts,
-    session_key,
 )
 from .common import (
     TITLE_SCAN_CHARS,
+    LineContext,
+    LineRules,
     as_count,
+    begin,
+    cwd_in_state,
     first_line,
     normalize_ts,
     stable_digest,
     summarize_input,
+    upgrade_state,
 )
 from .common import as_dict as _dict
 from .common import nonempty_str as _str
@@ -188,8 +188,6 @@ def seed_cwd(state: dict[str, Any], cwd: str | None) -> None:
 # --------------------------------------------------------------------------- small readers
 
 
-
-
 def _ts(value: Any) -> str | None:
     return normalize_ts(value)
 
@@ -246,69 +244,24 @@ def _path_identity(source_path: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------- context
 
 
-@dataclass
-class _Ctx:
-    """One parse call: where its records come from and where they go."""
+def _key(ctx: LineContext, *parts: str) -> str:
+    """``gemini:<session>[:<subagent>]:<message id>[:<part>]``: a subagent's ids live
+    in its parent's session, so they are qualified by the subagent's own id."""
+    subagent = ctx.subagent_id
+    head = (NAME, ctx.native_id, subagent) if subagent else (NAME, ctx.native_id)
+    return ":".join((*head, *parts))
 
-    source_path: str
-    offset: int
-    state: dict[str, Any]
-    out: list[Record] = field(default_factory=list)
-    earliest: str | None = None
-    latest: str | None = None
 
-    @property
-    def native_id(self) -> str:
-        return str(self.state["session"])
+def _native_of(state: dict[str, Any]) -> str:
+    return str(state["session"])
 
-    @property
-    def session_id(self) -> str:
-        return session_key(NAME, self.native_id)
 
-    @property
-    def subagent_id(self) -> str | None:
-        return _str(self.state.get("subagent")) if self.state.get("nested") else None
+def _subagent_of(state: dict[str, Any]) -> str | None:
+    return _str(state.get("subagent")) if state.get("nested") else None
 
-    @property
-    def cwd(self) -> str | None:
-        return _str(self.state.get("cwd"))
 
-    def key(self, *parts: str) -> str:
-        """``gemini:<session>[:<subagent>]:<message id>[:<part>]``: a subagent's ids live
-        in its parent's session, so they are qualified by the subagent's own id."""
-        subagent = self.subagent_id
-        head = (NAME, self.native_id, subagent) if subagent else (NAME, self.native_id)
-        return ":".join((*head, *parts))
-
-    def saw(self, ts: str | None) -> None:
-        if ts is None:
-            return
-        if self.earliest is None or ts < self.earliest:
-            self.earliest = ts
-        if self.latest is None or ts > self.latest:
-            self.latest = ts
-
-    def event(
-        self, kind: str, key: str, ts: str | None, turn_id: str | None, **fields: Any
-    ) -> Event:
-        ev = Event(
-            key=key,
-            session_id=self.session_id,
-            kind=kind,
-            ts=ts,
-            adapter=NAME,
-            source_path=self.source_path,
-            offset=self.offset,
-            turn_id=turn_id,
-            subagent_id=self.subagent_id,
-            cwd=self.cwd,
-            **fields,
-        )
-        self.out.append(ev)
-        return ev
-
-    def drift(self, record_type: str) -> None:
-        self.out.append(Drift(NAME, VERSION, record_type))
+def _version_rule(state: dict[str, Any], obj: Any) -> str:
+    return VERSION
 
 
 def _fresh_state(source_path: str) -> dict[str, Any]:
@@ -333,20 +286,28 @@ def _fresh_state(source_path: str) -> dict[str, Any]:
     }
 
 
-def _ensure_state(state: dict[str, Any], source_path: str) -> None:
-    if state.get("schema") == STATE_SCHEMA and isinstance(state.get("msgs"), dict):
-        return
-    for key, value in _fresh_state(source_path).items():
-        state.setdefault(key, value)
-    if not isinstance(state.get("msgs"), dict):
-        state["msgs"] = {}
-    state["schema"] = STATE_SCHEMA
+# The context's rules (common.LineRules): one context per parse call (a line, or a whole
+# document whose messages each name their time and turn: events are given both); the
+# session, a nested recording's subagent and the cwd are read from the state, which the
+# metadata and the environment context change as they are read.
+RULES = LineRules(
+    agent=NAME,
+    key=_key,
+    native_id=_native_of,
+    cwd=cwd_in_state,
+    subagent=_subagent_of,
+    version=_version_rule,
+    fresh_state=_fresh_state,
+    state_schema=STATE_SCHEMA,
+    state_tables=("msgs",),
+    not_object_drift=True,
+)
 
 
 # --------------------------------------------------------------------------- metadata
 
 
-def _metadata(ctx: _Ctx, meta: dict[str, Any]) -> None:
+def _metadata(ctx: LineContext, meta: dict[str, Any]) -> None:
     """A metadata record (the document itself, the JSONL header, a ``$set``)."""
     state = ctx.state
     session_id = _str(meta.get("sessionId"))
@@ -372,7 +333,7 @@ def _metadata(ctx: _Ctx, meta: dict[str, Any]) -> None:
         _title(ctx, summary, 2)
 
 
-def _cwd_candidates(ctx: _Ctx, candidates: list[str]) -> None:
+def _cwd_candidates(ctx: LineContext, candidates: list[str]) -> None:
     state = ctx.state
     if state.get("cwd_seeded") or state.get("cwd"):
         return
@@ -385,7 +346,7 @@ def _cwd_candidates(ctx: _Ctx, candidates: list[str]) -> None:
             return
 
 
-def _title(ctx: _Ctx, text: str, rank: int) -> None:
+def _title(ctx: LineContext, text: str, rank: int) -> None:
     """The first prompt titles the session (rank 1) until the CLI's generated one-line
     summary (rank 2) replaces it; a changed summary replaces the previous one."""
     state = ctx.state
@@ -400,10 +361,10 @@ def _title(ctx: _Ctx, text: str, rank: int) -> None:
         return
     state["title_rank"] = rank
     state["title"] = title
-    ctx.out.append(SessionFacts(ctx.session_id, NAME, ctx.native_id, title=title))
+    ctx.facts(title=title)
 
 
-def _session_facts(ctx: _Ctx, model: str | None) -> None:
+def _session_facts(ctx: LineContext, model: str | None) -> None:
     """One SessionFacts per parse call, when it learnt something: a wider time span,
     a new model, a cwd not reported yet."""
     state = ctx.state
@@ -416,23 +377,18 @@ def _session_facts(ctx: _Ctx, model: str | None) -> None:
         return
     state["span"] = [ctx.earliest if earlier else low, ctx.latest if later else high]
     state["cwd_reported"] = ctx.cwd
-    ctx.out.append(
-        SessionFacts(
-            session_id=ctx.session_id,
-            agent=NAME,
-            native_id=ctx.native_id,
-            cwd=ctx.cwd,
-            model=model,
-            started_at=ctx.earliest if earlier else None,
-            last_event_at=ctx.latest if later else None,
-        )
+    ctx.facts(
+        cwd=ctx.cwd,
+        model=model,
+        started_at=ctx.earliest if earlier else None,
+        last_event_at=ctx.latest if later else None,
     )
 
 
 # --------------------------------------------------------------------------- messages
 
 
-def _walk(ctx: _Ctx, messages: list[Any]) -> str | None:
+def _walk(ctx: LineContext, messages: list[Any]) -> str | None:
     """A whole conversation (a document, a ``$set`` of messages): unchanged messages cost
     a digest each; the running turn follows the prompts, seen before or not."""
     running: str | None = None
@@ -449,7 +405,7 @@ def _walk(ctx: _Ctx, messages: list[Any]) -> str | None:
 
 
 def _message(
-    ctx: _Ctx, msg: dict[str, Any], running: str | None, previous_ts: str | None
+    ctx: LineContext, msg: dict[str, Any], running: str | None, previous_ts: str | None
 ) -> tuple[str | None, str | None, str | None]:
     """One version of one message: emits what this version adds. Returns the running
     turn after it, its time and the model that wrote it (new versions only)."""
@@ -483,7 +439,7 @@ def _message(
             entry["d"] = 1
             text = _text(msg.get("content")).strip() or "error"
             data = {"message": text[:MAX_ERROR_CHARS], "error_type": "error"}
-            ctx.event(ERROR, ctx.key(message_id, "error"), ts, running, data=data)
+            ctx.event(ERROR, ctx.key(message_id, "error"), ts=ts, turn_id=running, data=data)
     elif kind == "info":
         text = _text(msg.get("content")).strip()
         if text.startswith(COMPRESSION_PREFIXES) and not entry.get("d"):
@@ -491,7 +447,13 @@ def _message(
             match = _COMPRESSED_TOKENS.search(text)
             pre_tokens = int(match.group(1).replace(",", "")) if match else None
             compaction: dict[str, Any] = {"trigger": None, "pre_tokens": pre_tokens}
-            ctx.event(COMPACTION, ctx.key(message_id, "compaction"), ts, running, data=compaction)
+            ctx.event(
+                COMPACTION,
+                ctx.key(message_id, "compaction"),
+                ts=ts,
+                turn_id=running,
+                data=compaction,
+            )
     elif kind == "warning":
         pass  # UI notices (loop detection, quota fallbacks): nothing we record
     else:
@@ -500,7 +462,7 @@ def _message(
 
 
 def _user(
-    ctx: _Ctx,
+    ctx: LineContext,
     msg: dict[str, Any],
     message_id: str,
     entry: dict[str, Any],
@@ -525,7 +487,7 @@ def _user(
         # A subagent's task: a prompt of the subagent, inside no turn we can name.
         if not entry.get("d"):
             entry["d"] = 1
-            ctx.event(PROMPT, key, ts, None, data={"text": text})
+            ctx.event(PROMPT, key, ts=ts, turn_id=None, data={"text": text})
         return running
     entry["P"] = 1
     if not entry.get("d"):
@@ -535,23 +497,23 @@ def _user(
             ctx.event(
                 TURN_END,
                 f"{running}:end",
-                ended_at,
-                running,
+                ts=ended_at,
+                turn_id=running,
                 data={"status": "complete", "reason": None},
             )
-            ctx.out.append(TurnFacts(ctx.session_id, running, ended_at=ended_at, status="complete"))
-        ctx.event(TURN_START, f"{key}:start", ts, key)
-        ctx.out.append(TurnFacts(ctx.session_id, key, started_at=ts, status="open", cwd=ctx.cwd))
+            ctx.emit(TurnFacts(ctx.session_id, running, ended_at=ended_at, status="complete"))
+        ctx.event(TURN_START, f"{key}:start", ts=ts, turn_id=key)
+        ctx.emit(TurnFacts(ctx.session_id, key, started_at=ts, status="open", cwd=ctx.cwd))
         contents = []
         if display is not None and content_text.strip() and content_text.strip() != text:
             contents.append(("context", content_text))  # @-included files the model saw
-        ctx.event(PROMPT, key, ts, key, data={"text": text}, contents=contents)
+        ctx.event(PROMPT, key, ts=ts, turn_id=key, data={"text": text}, contents=contents)
         _title(ctx, text, 1)
     return key
 
 
 def _gemini(
-    ctx: _Ctx,
+    ctx: LineContext,
     msg: dict[str, Any],
     message_id: str,
     entry: dict[str, Any],
@@ -562,7 +524,7 @@ def _gemini(
         text = _text(msg.get("content")).strip()
         if text:
             entry["d"] = 1
-            ctx.event(MESSAGE, ctx.key(message_id, "message"), ts, turn, data={"text": text})
+            ctx.event(MESSAGE, ctx.key(message_id, "message"), ts=ts, turn_id=turn, data={"text": text})
     thoughts = msg.get("thoughts")
     if isinstance(thoughts, list):
         done = entry.get("n")
@@ -577,8 +539,8 @@ def _gemini(
             ctx.event(
                 REASONING,
                 ctx.key(message_id, "thought", str(index)),
-                _ts(thought.get("timestamp")) or ts,
-                turn,
+                ts=_ts(thought.get("timestamp")) or ts,
+                turn_id=turn,
                 data={"chars": chars},
             )
         entry["n"] = max(done, len(thoughts))
@@ -605,17 +567,17 @@ def _gemini(
                 "total_tokens": total or prompt + tool + output + thinking,
                 "model": model,
             }
-            ctx.event(USAGE, ctx.key(message_id, "usage"), ts, turn, data=data)
+            ctx.event(USAGE, ctx.key(message_id, "usage"), ts=ts, turn_id=turn, data=data)
     if model and ctx.subagent_id is None:
         if turn is not None and ctx.state.get("turn_model") != [turn, model]:
             ctx.state["turn_model"] = [turn, model]
-            ctx.out.append(TurnFacts(ctx.session_id, turn, model=model))
+            ctx.emit(TurnFacts(ctx.session_id, turn, model=model))
         return model
     return None
 
 
 def _tool_call(
-    ctx: _Ctx,
+    ctx: LineContext,
     call: dict[str, Any],
     message_id: str,
     index: int,
@@ -638,8 +600,8 @@ def _tool_call(
         ctx.event(
             TOOL_CALL,
             ctx.key("call", call_id),
-            ts,
-            turn,
+            ts=ts,
+            turn_id=turn,
             tool=name,
             call_id=call_id,
             data={"input": summarize_input(args)},
@@ -658,8 +620,8 @@ def _tool_call(
     ctx.event(
         TOOL_RESULT,
         ctx.key("result", call_id),
-        ts,
-        turn,
+        ts=ts,
+        turn_id=turn,
         tool=name,
         call_id=call_id,
         data={
@@ -738,11 +700,11 @@ class GeminiAdapter:
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:
         """One line of a ``.jsonl`` recording."""
-        _ensure_state(state, source_path)
-        ctx = _Ctx(source_path, offset, state)
-        if not isinstance(obj, dict):
-            ctx.drift("<not an object>")
-            return ctx.out
+        early = begin(RULES, obj, source_path, state)
+        if early is not None:
+            return early
+        out: list[Record] = []
+        ctx = LineContext(RULES, source_path, offset, state, None, out)
         model: str | None = None
         if isinstance(obj.get("$rewindTo"), str):
             pass  # the conversation was rewound: what was emitted stays emitted
@@ -767,7 +729,7 @@ class GeminiAdapter:
             marks = sorted(k for k in obj if isinstance(k, str) and k.startswith("$"))
             ctx.drift(f"line/{marks[0]}" if marks else "line/<unknown>")
         _finish(ctx, model)
-        return ctx.out
+        return out
 
     def parse_document(
         self, obj: Any, source_path: str, state: dict[str, Any] | None = None
@@ -777,21 +739,22 @@ class GeminiAdapter:
         memory, not conversations: nothing."""
         if state is None:
             state = _fresh_state(source_path)
-        _ensure_state(state, source_path)
-        ctx = _Ctx(source_path, 0, state)
+        upgrade_state(state, source_path, RULES)
+        out: list[Record] = []
+        ctx = LineContext(RULES, source_path, 0, state, None, out)
         if not isinstance(obj, dict):
-            return ctx.out
+            return out
         if not _str(obj.get("sessionId")):
             ctx.drift("document/<no sessionId>")
-            return ctx.out
+            return out
         _metadata(ctx, obj)
         messages = obj.get("messages")
         model = _walk(ctx, messages) if isinstance(messages, list) else None
         _finish(ctx, model)
-        return ctx.out
+        return out
 
 
-def _finish(ctx: _Ctx, model: str | None) -> None:
+def _finish(ctx: LineContext, model: str | None) -> None:
     state = ctx.state
     reported = None
     if model and ctx.subagent_id is None and model != state.get("model"):
