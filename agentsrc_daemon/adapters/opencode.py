@@ -56,7 +56,16 @@ from ..events import (
     TurnFacts,
     session_key,
 )
-from .common import as_count, as_int, first_line, normalize_ts, summarize_input
+from .common import (
+    LineContext,
+    LineRules,
+    as_count,
+    as_int,
+    begin,
+    first_line,
+    normalize_ts,
+    summarize_input,
+)
 from .common import as_dict as _dict
 from .common import nonempty_str as _str
 from .common import remember_bounded as _remember
@@ -118,8 +127,6 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-
-
 def _entry(state: dict[str, Any], name: str, key: str) -> dict[str, Any]:
     return _dict(_table(state, name).get(key))
 
@@ -152,46 +159,20 @@ def _summarize_tool_input(value: dict[str, Any]) -> Any:
 # -- the context a record is read in --------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Rec:
-    """One row or document being read, with what every record built from it shares."""
-
-    state: dict[str, Any]
-    source_path: str
-    offset: int
-    native_id: str  # OpenCode's session id
-    session_id: str  # ours
-    version: str | None
-    # The row's ``time_updated`` (0 for a document, which has none): a row OpenCode
-    # rewrote later re-emits its events under the same keys with a higher revision, so
-    # the store replaces what it holds (Event.revision).
-    revision: int = 0
-
-    def event(self, kind: str, key: str, ts: str | None, **fields: Any) -> Event:
-        return Event(
-            key=key,
-            session_id=self.session_id,
-            kind=kind,
-            ts=ts,
-            adapter=NAME,
-            source_path=self.source_path,
-            offset=self.offset,
-            revision=self.revision,
-            **fields,
-        )
-
-    def drift(self, record_type: str) -> Drift:
-        return Drift(NAME, self.version or "unknown", record_type)
-
-    def facts(self, **fields: Any) -> SessionFacts:
-        return SessionFacts(self.session_id, NAME, self.native_id, **fields)
+# The context's rules (common.LineRules): one context per row, everything of it fixed
+# when it is read: its session, its session's version, its revision; every key is
+# OpenCode's own id, and each event names its time, turn and cwd.
+RULES = LineRules(agent=NAME, version=None)
 
 
 def _rec(
     row: dict[str, Any], native_sid: str, source_path: str, state: dict[str, Any]
-) -> _Rec:
+) -> LineContext:
     """The context of a message or part row: its session's directory and version come
-    from the row's ``session`` context (the reader joins them in) or from the state."""
+    from the row's ``session`` context (the reader joins them in) or from the state.
+    Its revision is the row's ``time_updated`` (0 for a document, which has none): a
+    row OpenCode rewrote later re-emits its events under the same keys with a higher
+    revision, so the store replaces what it holds (Event.revision)."""
     known = _entry(state, "sessions", native_sid)
     ctx = _dict(row.get("session"))
     directory = _str(ctx.get("directory")) or _str(known.get("dir"))
@@ -199,18 +180,18 @@ def _rec(
     if directory != known.get("dir") or version != known.get("v"):
         known = dict(known, dir=directory, v=version)
         _remember(_table(state, "sessions"), native_sid, known, MAX_SESSIONS)
-    return _Rec(
-        state=state,
-        source_path=source_path,
-        offset=as_int(row.get("rowid")) or 0,
+    return LineContext(
+        RULES,
+        source_path,
+        as_int(row.get("rowid")) or 0,
+        state,
         native_id=native_sid,
-        session_id=session_key(NAME, native_sid),
-        version=version,
         revision=max(0, as_int(row.get("time_updated")) or 0),
+        version=version,
     )
 
 
-def _session_dir(rec: _Rec) -> str | None:
+def _session_dir(rec: LineContext) -> str | None:
     return _str(_entry(rec.state, "sessions", rec.native_id).get("dir"))
 
 
@@ -244,10 +225,11 @@ class OpenCodeAdapter:
         text part is then a prompt when it has no ``time`` (OpenCode stamps the text
         parts it streams, never the ones a user typed), and assistant parts carry no
         turn, model or cwd."""
-        if not isinstance(obj, dict):
-            return []
         if state is None:
             state = self.initial_state(source_path)
+        early = begin(RULES, obj, source_path, state)
+        if early is not None:
+            return early
         state["documents"] = True
         kind = _document_kind(obj, source_path)
         if kind is None:
@@ -393,14 +375,14 @@ def _message(row: dict[str, Any], source_path: str, state: dict[str, Any]) -> li
     return _assistant_message(rec, mid, data)
 
 
-def _user_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record]:
+def _user_message(rec: LineContext, mid: str, data: dict[str, Any]) -> list[Record]:
     """Every user message opens a turn (OpenCode's loop answers each one; the turn of a
     compaction request or a shell command has no prompt). The turn id is the message id,
     which the answering assistant messages name as their ``parentID``."""
     created = _ts(_dict(data.get("time")).get("created"))
     cwd = _session_dir(rec)
     model = _str(_dict(data.get("model")).get("modelID"))
-    start = rec.event(TURN_START, f"{NAME}:turn:{mid}:start", created, turn_id=mid, cwd=cwd)
+    start = rec.event(TURN_START, f"{NAME}:turn:{mid}:start", ts=created, turn_id=mid, cwd=cwd)
     out: list[Record] = [start]
     turns = _table(rec.state, "turns")
     if mid not in turns:
@@ -415,7 +397,7 @@ def _user_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record]:
     return out
 
 
-def _assistant_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record]:
+def _assistant_message(rec: LineContext, mid: str, data: dict[str, Any]) -> list[Record]:
     time = _dict(data.get("time"))
     created = _ts(time.get("created"))
     completed = _ts(time.get("completed"))
@@ -448,7 +430,7 @@ def _assistant_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record
                 rec.event(
                     ERROR,
                     f"{NAME}:error:{mid}",
-                    completed or created,
+                    ts=completed or created,
                     turn_id=turn,
                     cwd=cwd,
                     data={"message": message, "error_type": name},
@@ -464,7 +446,7 @@ def _assistant_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record
             rec.event(
                 COMPACTION,
                 f"{NAME}:compaction:{turn}",
-                completed or created,
+                ts=completed or created,
                 turn_id=turn,
                 cwd=cwd,
                 data={"trigger": None, "pre_tokens": None},
@@ -481,7 +463,7 @@ def _assistant_message(rec: _Rec, mid: str, data: dict[str, Any]) -> list[Record
         end = rec.event(
             TURN_END,
             f"{NAME}:turn:{turn}:end",
-            completed,
+            ts=completed,
             turn_id=turn,
             cwd=cwd,
             data={"status": status, "reason": reason},
@@ -535,7 +517,7 @@ def _part(row: dict[str, Any], source_path: str, state: dict[str, Any]) -> list[
 
 @dataclass(slots=True)
 class _Part:
-    rec: _Rec
+    rec: LineContext
     row: dict[str, Any]
     data: dict[str, Any]
     pid: str
@@ -562,7 +544,7 @@ class _Part:
     def event(self, kind: str, key: str, ts: str | None, **fields: Any) -> Event:
         fields.setdefault("turn_id", self.turn)
         fields.setdefault("cwd", self.cwd)
-        return self.rec.event(kind, key, ts, **fields)
+        return self.rec.event(kind, key, ts=ts, **fields)
 
     def final(self) -> bool:
         """A streamed part (text, reasoning) is final once ``time.end`` is set; one
