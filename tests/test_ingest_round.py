@@ -185,3 +185,84 @@ def test_a_restart_reads_no_state_until_a_file_is_read_sidecars_included(tmp_pat
     third.cursors = store.cursors.load(states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS)
     assert third.needs_read(spec, events.stat()) is True
     store.close()
+
+
+def test_side_readers_are_optional_methods_of_the_adapter_protocol() -> None:
+    """Which adapters read sidecars and database rows is theirs to say: ingest asks
+    through the protocol, and no module of ingest imports an adapter by name."""
+    import ast
+
+    from agentsrc_daemon.adapters import row_reader, sidecar_reader
+
+    assert sorted(n for n, a in ADAPTERS.items() if sidecar_reader(a)) == ["copilot", "gemini"]
+    assert sorted(n for n, a in ADAPTERS.items() if row_reader(a)) == ["opencode"]
+    ingest = Path(__file__).parents[1] / "agentsrc_daemon" / "ingest"
+    from_adapters: set[str] = set()
+    for module in sorted(ingest.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+                "adapters", "agentsrc_daemon"
+            ):
+                name = (node.module or "").removeprefix("agentsrc_daemon.")
+                if name.startswith("adapters"):
+                    from_adapters |= {f"{name}.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.Import):
+                assert not [a for a in node.names if a.name.startswith("agentsrc_daemon.adapters")]
+    assert from_adapters == {
+        "adapters.ADAPTERS", "adapters.Adapter", "adapters.row_reader", "adapters.sidecar_reader"
+    }
+
+
+class SidecarSeeds:
+    """A stand-in adapter under Copilot's name (sources.sidecar_of knows Copilot's
+    layout), to show that ingest hands a sidecar to whichever adapter says it reads
+    one: it seeds the state with the sidecar's first line and titles the session."""
+
+    name = "copilot"
+
+    def initial_state(self, source_path: str) -> dict[str, Any]:
+        return {"seed": None}
+
+    def parse(
+        self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
+        return [SessionFacts("copilot:s", "copilot", "s", cwd=state["seed"], title=obj["t"])]
+
+    def parse_document(self, obj: Any, source_path: str, state: dict[str, Any]) -> list[Record]:
+        return []
+
+    def read_sidecar(self, text: str, sidecar_path: str, state: dict[str, Any]) -> list[Record]:
+        state["seed"] = text.splitlines()[0]
+        return [SessionFacts("copilot:s", "copilot", "s", title=f"from {Path(sidecar_path).name}")]
+
+
+def test_a_sidecar_goes_to_the_adapter_that_reads_one(tmp_path: Path) -> None:
+    root = tmp_path / ".copilot"
+    events = root / "session-state" / "s" / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    events.write_bytes(orjson.dumps({"t": "the first prompt"}) + b"\n")
+    (events.parent / "workspace.yaml").write_text("/seeded/cwd\nmore\n")
+    spec = sources.classify(str(events), {"copilot": root})
+    assert spec is not None
+    ingestor = Ingestor(max_line_bytes=1 << 20, adapters={"copilot": SidecarSeeds()})
+    batch = Batch()
+    ingestor.ingest(spec, batch, 1 << 20)
+    # The line saw the seeded state; the sidecar's records follow the line's, and its
+    # title, kept, comes again after a round whose lines gave a title of their own.
+    assert [(s.cwd, s.title) for s in batch.sessions] == [
+        ("/seeded/cwd", "the first prompt"),
+        (None, "from workspace.yaml"),
+    ]
+    held = ingestor.cursors[spec.path].load_state()["~sidecar"]
+    assert (held["session"], held["title"]) == (["copilot:s", "s"], "from workspace.yaml")
+    events.write_bytes(events.read_bytes() + orjson.dumps({"t": "again"}) + b"\n")
+    batch = Batch()
+    ingestor.ingest(spec, batch, 1 << 20)
+    assert [(s.cwd, s.title) for s in batch.sessions] == [
+        ("/seeded/cwd", "again"),
+        (None, "from workspace.yaml"),
+    ]
+    # An adapter that says nothing of sidecars gets none: its state stays its own.
+    plain = Ingestor(max_line_bytes=1 << 20, adapters={"copilot": CountingDocuments()})
+    plain.ingest(spec, Batch(), 1 << 20)
+    assert plain.cursors[spec.path].load_state() == {"versions": 0}

@@ -18,25 +18,48 @@ Contract (every adapter module exposes an ``ADAPTER`` object with):
   rewritten on every update can tell what is new (by message id, say). An adapter
   with nothing to remember ignores it.
 
+Optional methods, for an agent that keeps more than transcripts. An adapter defines
+them only when its agent has such files; ingest asks for them with ``sidecar_reader``
+and ``row_reader`` below, never by an adapter's name:
+
+* ``read_sidecar(text, sidecar_path, state) -> list[Record]`` (``ReadsSidecar``): the
+  text of a sidecar, a small file that describes a transcript (Gemini's project
+  ``.project_root``, Copilot's ``workspace.yaml``; which file is a source's sidecar is
+  ``ingest.sources.sidecar_of``). Ingest reads it with its transcript, whenever it
+  changed, and hands over its text; the adapter seeds the transcript's ``state`` with
+  what its lines need (a cwd) and returns records of its own (SessionFacts), which
+  ingest routes after the transcript's. A title among them wins over the one a
+  transcript's first prompt gives (ingest keeps it and repeats it after such a round).
+* ``parse_rows(table, rows, source_path, state) -> list[Record]`` (``ReadsRows``): rows
+  of one table of an agent's database (OpenCode's ``session``, ``message``, ``part``),
+  each a dict of its columns as ``ingest.opencode_db`` pages them, for a source read
+  in the ``sqlite`` mode. ``state`` is the database's, like a file's.
+
 Adapters do not catch their own bugs: an exception is counted by ingest as the file's
 ``adapter_error`` skip (shown in ``status.skipped``) and that line or document is
 skipped. Odd input is not a bug: it yields ``Drift`` or nothing.
 
-``ADAPTERS`` maps each name to its adapter. OpenCode's database rows go through
-``opencode.records_from_rows`` (ingest/round.py), and the sidecar helpers of Gemini
-(``.project_root``) and Copilot (``workspace.yaml``) are called by the ingest layer,
-which reads those files: adapters never touch a file.
+``ADAPTERS`` maps each name to its adapter. Adapters never touch a file: ingest reads
+transcripts, sidecars and databases and hands adapters what they hold.
+
+``adapters/common.py`` holds what the adapters share: the per-line context every event
+is built in (``LineContext``, each adapter's ``LineRules``), ``parse``'s preamble
+(``begin``) and small pure helpers.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
 from . import claude, codex, copilot, gemini, muse, opencode
 
 
 class Adapter(Protocol):
+    """What every adapter is (see the module's docstring; the optional methods are
+    ``ReadsSidecar`` and ``ReadsRows``)."""
+
     name: str
 
     def initial_state(self, source_path: str) -> dict[str, Any]: ...
@@ -46,6 +69,36 @@ class Adapter(Protocol):
     ) -> list[Record]: ...
 
     def parse_document(self, obj: Any, source_path: str, state: dict[str, Any]) -> list[Record]: ...
+
+
+@runtime_checkable
+class ReadsSidecar(Protocol):
+    """An adapter whose transcripts have a sidecar (the optional ``read_sidecar``)."""
+
+    def read_sidecar(self, text: str, sidecar_path: str, state: dict[str, Any]) -> list[Record]:
+        """Seed ``state`` from the sidecar's text; its own records."""
+        ...
+
+
+@runtime_checkable
+class ReadsRows(Protocol):
+    """An adapter whose agent keeps a database (the optional ``parse_rows``)."""
+
+    def parse_rows(
+        self, table: str, rows: Iterable[dict[str, Any]], source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
+        """Records from rows of one table."""
+        ...
+
+
+def sidecar_reader(adapter: Adapter) -> ReadsSidecar | None:
+    """The adapter, when it reads sidecars."""
+    return adapter if isinstance(adapter, ReadsSidecar) else None
+
+
+def row_reader(adapter: Adapter) -> ReadsRows | None:
+    """The adapter, when it reads database rows."""
+    return adapter if isinstance(adapter, ReadsRows) else None
 
 
 ADAPTERS: dict[str, Adapter] = {

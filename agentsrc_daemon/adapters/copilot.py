@@ -20,9 +20,10 @@ model's totals (input with cache reads and writes, output, reasoning). Output is
 as messages arrive, and a shutdown adds, per model, what its totals hold beyond what was
 already counted, so nothing is counted twice (see ``_on_shutdown``).
 
-The module is pure. ``parse_workspace_yaml`` and ``workspace_records`` read the
-``workspace.yaml`` beside a session (no YAML library: only its top-level ``key: value``
-lines); ``seed_cwd`` hands a cwd to the per-file state.
+The module is pure. The ingest layer hands it the text of the ``workspace.yaml`` beside
+a session (``CopilotAdapter.read_sidecar``): ``parse_workspace_yaml`` and
+``workspace_records`` read it (no YAML library: only its top-level ``key: value``
+lines); ``seed_cwd`` hands its cwd to the per-file state.
 """
 
 from __future__ import annotations
@@ -742,6 +743,15 @@ class CopilotAdapter:
         if ts is not None:
             state["last_ts"] = ts
         return out
+
+    def read_sidecar(self, text: str, sidecar_path: str, state: dict[str, Any]) -> list[Record]:
+        """A session's ``workspace.yaml``: SessionFacts (cwd, times, a title), and the
+        cwd for the log's events until the log names its own."""
+        records = workspace_records(text, sidecar_path)
+        for rec in records:
+            if isinstance(rec, SessionFacts):
+                seed_cwd(state, rec.cwd)
+        return records
 
     def parse_document(
         self, obj: Any, source_path: str, state: dict[str, Any] | None = None

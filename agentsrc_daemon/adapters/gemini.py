@@ -25,9 +25,11 @@ the message id and the tool call id, so even a lost state cannot duplicate an ev
 ``/chat save``) repeat what the chats hold: the ingest layer tracks them as memory files
 and they yield no events here.
 
-The module is pure: no file, database or socket access. ``project_root_file``,
-``parse_project_root``, ``project_hash`` and ``project_root_from_checkpoint`` let the
-ingest layer find a project's root; ``seed_cwd`` hands it to the per-file state.
+The module is pure: no file, database or socket access. The ingest layer hands it the
+text of a project's ``.project_root`` (``GeminiAdapter.read_sidecar``), whose root
+``seed_cwd`` gives the chats' per-file state; ``project_root_file``, ``project_hash``
+and ``project_root_from_checkpoint`` find a project's root from its paths and
+checkpoints.
 """
 
 from __future__ import annotations
@@ -730,6 +732,11 @@ class GeminiAdapter:
             ctx.drift(f"line/{marks[0]}" if marks else "line/<unknown>")
         _finish(ctx, model)
         return out
+
+    def read_sidecar(self, text: str, sidecar_path: str, state: dict[str, Any]) -> list[Record]:
+        """``tmp/<project>/.project_root``: the project root becomes the chats' cwd."""
+        seed_cwd(state, parse_project_root(text))
+        return []
 
     def parse_document(
         self, obj: Any, source_path: str, state: dict[str, Any] | None = None

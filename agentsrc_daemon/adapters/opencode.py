@@ -18,7 +18,8 @@ OpenCode keeps a conversation as three kinds of record, each one JSON object:
   ``snapshot``.
 
 Versions 1.2 and later store them in SQLite (tables ``session``, ``message``, ``part``,
-JSON in ``data``): see :func:`records_from_rows`. Older versions wrote one JSON file per
+JSON in ``data``), read by ingest and handed over page by page (``parse_rows``, the
+adapter protocol's optional method): see :func:`records_from_rows`. Older versions wrote one JSON file per
 record under ``storage/`` (0.6 to 1.1) or ``project/<project>/storage/session/`` (0.5):
 see :meth:`OpenCodeAdapter.parse_document`. Both paths end in the same code and give the
 same event keys, which are OpenCode's own ids, so a session seen in both (OpenCode
@@ -235,6 +236,12 @@ class OpenCodeAdapter:
         if kind is None:
             return []
         return records_from_rows(kind, [_row_of_document(kind, obj)], source_path, state)
+
+    def parse_rows(
+        self, table: str, rows: Iterable[dict[str, Any]], source_path: str, state: dict[str, Any]
+    ) -> list[Record]:
+        """Rows of OpenCode's database (see records_from_rows)."""
+        return records_from_rows(table, rows, source_path, state)
 
 
 ADAPTER = OpenCodeAdapter()

@@ -12,9 +12,12 @@ cursors that cover them) in one transaction. Per mode (sources.py):
   committed with the records; a busy database is retried later (``FileRound.retry_after``);
 * ``memory``: size and hash only.
 
-Sidecars (Gemini ``.project_root``, Copilot ``workspace.yaml``) are read here, with the
-transcript they describe: their content seeds the adapter's state and their records
-follow the transcript's own, so the adapters never read a file.
+Sidecars (``sources.sidecar_of``: Gemini ``.project_root``, Copilot ``workspace.yaml``)
+are read here, with the transcript they describe, and their text handed to the adapter's
+``read_sidecar``: it seeds the adapter's state and its records follow the transcript's
+own. A database's rows go to the adapter's ``parse_rows``. Both are optional methods of
+the adapter protocol (``adapters.sidecar_reader``, ``adapters.row_reader``): no adapter
+is named here, and the adapters never read a file.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any, Protocol
 import orjson
 import structlog
 
-from ..adapters import ADAPTERS, Adapter, copilot, gemini, opencode
+from ..adapters import ADAPTERS, Adapter, row_reader, sidecar_reader
 from ..cursor import SIDECAR_KEY, Cursor
 from ..events import (
     MAX_STORED_TEXT_CHARS,
@@ -92,37 +95,6 @@ def _read_small(path: str) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def _gemini_sidecar(
-    text: str, path: str, state: dict[str, Any], held: dict[str, Any]
-) -> list[Record]:
-    """``tmp/<project>/.project_root``: the project root becomes the chats' cwd."""
-    gemini.seed_cwd(state, gemini.parse_project_root(text))
-    return []
-
-
-def _copilot_sidecar(
-    text: str, path: str, state: dict[str, Any], held: dict[str, Any]
-) -> list[Record]:
-    """``workspace.yaml``: SessionFacts (cwd, times, a title) and the cwd for the log's
-    events until the log names its own. The title is kept: it wins over the first
-    prompt's whenever a round emits that one (see ``_ingest_jsonl``)."""
-    records = copilot.workspace_records(text, path)
-    for rec in records:
-        if isinstance(rec, SessionFacts):
-            copilot.seed_cwd(state, rec.cwd)
-            held["session"] = [rec.session_id, rec.native_id]
-            held["title"] = rec.title
-    return records
-
-
-SidecarReader = Callable[[str, str, dict[str, Any], dict[str, Any]], list[Record]]
-SIDECAR_READERS: dict[str, SidecarReader] = {"gemini": _gemini_sidecar, "copilot": _copilot_sidecar}
-# Rows of an agent's database -> records (the adapter's pure entry point for rows).
-ROW_READERS: dict[str, Callable[[str, list[dict[str, Any]], str, dict[str, Any]], list[Record]]] = {
-    "opencode": opencode.records_from_rows
-}
 
 
 class DeriveStage(Protocol):
@@ -481,11 +453,14 @@ class Ingestor:
         adapter state (or the state is new): seed the state, and return (changed, its
         records). The stat goes into the state, so it is committed with the cursor."""
         path = sources.sidecar_of(spec)
-        reader = SIDECAR_READERS.get(spec.adapter)
-        if path is None or reader is None:
+        if path is None:
+            return False, []
+        adapter = self.adapters[spec.adapter]
+        reader = sidecar_reader(adapter)
+        if reader is None:
             return False, []
         if cursor.state is None:
-            cursor.state = self.adapters[spec.adapter].initial_state(spec.path)
+            cursor.state = adapter.initial_state(spec.path)
         sig = _stat(path)
         if SIDECAR_KEY in cursor.state and sig == _sidecar_held(cursor).get("sig"):
             return False, []
@@ -493,7 +468,13 @@ class Ingestor:
         records: list[Record] = []
         text = _read_small(path) if sig is not None else None
         if text is not None:
-            records = reader(text, path, cursor.state, held)
+            records = reader.read_sidecar(text, path, cursor.state)
+            for rec in records:
+                if isinstance(rec, SessionFacts):
+                    # Kept: the sidecar's title wins over the first prompt's whenever a
+                    # round emits that one (see _ingest_jsonl, _sidecar_title).
+                    held["session"] = [rec.session_id, rec.native_id]
+                    held["title"] = rec.title
         cursor.state[SIDECAR_KEY] = held
         return True, records
 
@@ -538,13 +519,16 @@ class Ingestor:
             rnd.reset = result.reset
             log.info("source_reset", path=path, reason=result.reset)
             adapter_state = None
+        adapter = self.adapters[spec.adapter]
+        reader = row_reader(adapter)
+        if reader is None:
+            raise RuntimeError(f"the {spec.adapter} adapter reads no database rows ({path})")
         if not isinstance(adapter_state, dict):
-            adapter_state = self.adapters[spec.adapter].initial_state(path)
-        rows_to_records = ROW_READERS[spec.adapter]
+            adapter_state = adapter.initial_state(path)
         produced: list[Event] = []
         sessions_seen: set[str] = set()
         for page in result.pages:
-            for rec in rows_to_records(page.table, page.rows, path, adapter_state):
+            for rec in reader.parse_rows(page.table, page.rows, path, adapter_state):
                 self._route(rec, path, "\0", 0, produced, sessions_seen, batch)
         self._finish(produced, sessions_seen, path, batch)
         cursor.state = {ADAPTER_STATE: adapter_state, READER_CURSOR: result.cursor}
