@@ -34,10 +34,6 @@ JSONL = "jsonl"
 DOCUMENT = "document"
 SQLITE = "sqlite"
 MEMORY = "memory"
-MODES = (JSONL, DOCUMENT, SQLITE, MEMORY)
-
-# Largest document/memory file we read whole.
-MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 _UUIDISH = r"[0-9A-Za-z][0-9A-Za-z_-]*"
 _CLAUDE_JSONL = re.compile(
@@ -65,7 +61,6 @@ _COPILOT_SIDECAR = re.compile(r"^session-state/[^/]+/workspace\.yaml$")
 # OpenCode, relative to its data dir.
 _OC_ID = r"[A-Za-z0-9_-]+"
 _OPENCODE_DB = re.compile(r"^opencode(?:-[A-Za-z0-9._-]+)?\.db$")
-_OPENCODE_DB_SIDE = re.compile(r"^(opencode(?:-[A-Za-z0-9._-]+)?\.db)-(?:wal|shm)$")
 _OPENCODE_DOC = re.compile(
     rf"^(?:storage/session/[^/]+/ses_{_OC_ID}\.json"
     rf"|storage/message/ses_{_OC_ID}/msg_{_OC_ID}\.json"

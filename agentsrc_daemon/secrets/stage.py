@@ -151,10 +151,6 @@ class SecretStage:
 
     # ---- contents -------------------------------------------------------------------
 
-    def _read_path_of(self, ev: Event) -> str | None:
-        paths = self._read_paths_of(ev)
-        return paths[0] if len(paths) == 1 else None
-
     def _read_paths_of(self, ev: Event) -> list[str]:
         """The files the call read, each once, in order: a finding in the output of a
         command that read several (``cat .npmrc && cat keys/id_rsa``) could be in any of
