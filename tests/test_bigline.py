@@ -140,8 +140,17 @@ def test_giant_strings_are_found_across_chunks_and_escapes(tmp_path: Path) -> No
     assert [raw[s.start : s.end] for s in spans] == [b"x" * 30, b'q\\"' + b"y" * 40, b"z" * 25]
 
 
-def test_the_string_layout_checks_out() -> None:
-    assert bigline.available()
+def test_the_string_layout_checks_out(tmp_path: Path) -> None:
+    """This interpreter's strings have the layout the held-once path writes into (else
+    parse would return None: every big line parsed whole)."""
+    raw = b'{"a":"' + b"x" * 64 + b'"}'
+    (tmp_path / "l.jsonl").write_bytes(raw)
+    fd = os.open(tmp_path / "l.jsonl", os.O_RDONLY)
+    try:
+        parsed = bigline.parse(fd, 0, len(raw), chunk=16, giant=32)
+    finally:
+        os.close(fd)
+    assert parsed is not None and parsed.obj == {"a": "x" * 64}
 
 
 def test_the_daemon_stores_a_giant_prompt_as_before_and_finds_its_secret(

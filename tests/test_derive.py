@@ -17,7 +17,6 @@ from agentsrc_daemon.derive.projects import (
     ProjectRoots,
     find_project_root,
     is_external,
-    path_match_key,
     relative_to_project,
     resolve_path,
 )
@@ -395,7 +394,12 @@ def test_relative_and_external(path: str, root: str | None, rel: str | None,
     ],
 )
 def test_path_match_key(path: str, key: str) -> None:
-    assert path_match_key(path) == key
+    """The form paths are compared in: Windows and WSL-mount paths lower-cased with
+    forward slashes, others unchanged. A path is the same as its key, and a POSIX path
+    differs from its lower-cased form."""
+    assert relative_to_project(path, key) == "."
+    assert relative_to_project(key, path) == "."
+    assert (relative_to_project(path, path.lower()) == ".") is (key != path)
 
 
 def test_find_project_root(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ from detect_secrets.settings import get_settings, transient_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentsrc_daemon.config import ScanConfig
 from agentsrc_daemon.errors import ConfigError
+from agentsrc_daemon.events import TOOL_RESULT, Event
 from agentsrc_daemon.secrets import engine
 from agentsrc_daemon.secrets import prefilter as scan_prefilter
 from agentsrc_daemon.secrets.engine import (
@@ -31,6 +33,7 @@ from agentsrc_daemon.secrets.engine import (
     load_or_create_hash_key,
     path_matches,
 )
+from agentsrc_daemon.secrets.stage import SecretStage
 
 from fake_secrets import fragments as _j
 
@@ -171,9 +174,15 @@ def test_cache_returns_the_same_findings() -> None:
     assert first == [Finding("Stripe Access Key", 31, mac(STRIPE), 367, 399)]
 
 
-def test_scan_labeled(scanner: SecretScanner) -> None:
-    pairs = scanner.scan_labeled([("stdout", "ok"), ("file", f"\nk={STRIPE}")])
-    assert [(label, f.type, f.line) for label, f in pairs] == [("file", "Stripe Access Key", 2)]
+def test_findings_keep_the_label_of_the_content_they_are_in(scanner: SecretScanner) -> None:
+    """An event's contents are (label, text) pairs: the scan stage's findings say which."""
+    result = Event(key="t1", session_id="codex:s1", kind=TOOL_RESULT, ts=None, adapter="codex",
+                   source_path="/x/rollout.jsonl", offset=0,
+                   contents=[("stdout", "ok"), ("file", f"\nk={STRIPE}")])
+    found = SecretStage(scanner, ScanConfig()).process([result])
+    assert [(e.data["label"], e.data["type"], e.data["line"]) for e in found] == [
+        ("file", "Stripe Access Key", 2)
+    ]
 
 
 # --------------------------------------------------------------------------- redaction

@@ -57,14 +57,6 @@ def resolve_path(path: str, cwd: str | None) -> str:
     return posixpath.normpath(posixpath.join(cwd, path))
 
 
-def path_match_key(path: str) -> str:
-    """The form two paths are compared in: Windows and WSL-mount paths lower-cased with
-    forward slashes, others unchanged. Query code can use it to match a user's path."""
-    if not is_case_insensitive(path):
-        return path
-    return path.replace("\\", "/").casefold()
-
-
 def _components(path: str) -> list[str]:
     # str.split, not re.split: the same parts without a pattern lookup per call.
     parts = (path.replace("\\", "/") if is_windows_path(path) else path).split("/")

@@ -84,10 +84,6 @@ def _string_layout() -> tuple[Any, int] | None:
     return new, offset
 
 
-def available() -> bool:
-    return _string_layout() is not None
-
-
 def find_giant_strings(fd: int, start: int, length: int, *, chunk: int, giant: int) -> list[Span] | None:
     """The strings of at least ``giant`` bytes (raw) in the line at ``start``, in file
     order (whether they decode to ASCII is checked as they are measured); None when the

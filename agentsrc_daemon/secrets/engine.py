@@ -514,10 +514,6 @@ class SecretScanner:
         parts.append(text[pos:])
         return "".join(parts)
 
-    def scan_labeled(self, contents: Iterable[tuple[str, str]]) -> list[tuple[str, Finding]]:
-        """Scan an Event's ``contents`` ((label, text) pairs): findings with their label."""
-        return [(label, f) for label, text in contents for f in self.scan(text)]
-
     # -- internals
 
     def _finalize(self, text: str, hits: list[_Hit]) -> list[Finding]:

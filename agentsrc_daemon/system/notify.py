@@ -155,10 +155,6 @@ class Notifier:
         extra = [f"STATUS={_one_line(status)}"] if status else []
         return self.send("STOPPING=1", *extra)
 
-    def extend_timeout(self, seconds: float) -> bool:
-        """Ask for more start/stop time (e.g. a long database migration before READY=1)."""
-        return self.send(f"EXTEND_TIMEOUT_USEC={int(seconds * 1_000_000)}")
-
     def close(self) -> None:
         with self._lock:
             if self._sock is not None:
