@@ -70,8 +70,6 @@ WRITTEN_FIELDS = ("content", "new_string", "new_source", "new_text")
 class SecretStage:
     scanner: SecretScanner
     config: ScanConfig
-    findings_total: int = 0
-    sensitive_reads_total: int = 0
     # call id -> the paths its derived read events named: a result's content is
     # attributed to a file when its call read exactly one.
     _call_paths: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
@@ -143,7 +141,6 @@ class SecretStage:
             return None
         if not is_sensitive_path(path, self.config.sensitive_paths or None):
             return None
-        self.sensitive_reads_total += 1
         data = {
             k: ev.data.get(k) for k in ("path", "rel_path", "project_root", "external", "op")
         }
@@ -240,7 +237,6 @@ class SecretStage:
         self, ev: Event, label: str, f: Finding, path: str | None,
         paths: list[str] | None = None,
     ) -> Event:
-        self.findings_total += 1
         data: dict[str, Any] = {
             "type": f.type,
             "line": f.line,
