@@ -324,7 +324,8 @@ class LineRules:
       builder appends to it); Claude, Muse and OpenCode return lists themselves
       (``out`` is None; builders only return).
     * **The preamble** (``begin``): Codex, Copilot and Gemini bring a state persisted by
-      an older adapter up to date (``fresh_state``, ``state_schema``, ``state_tables``)
+      an older adapter up to date (``fresh_state``, ``state_schema``, ``state_tables``;
+      Gemini also when its messages table is no dict, ``checked_tables``)
       and report a record that is not an object as Drift (``not_object_drift``);
       Claude and Muse skip it and check the record's ``type`` against the handled
       (``record_types``) and deliberately ignored (``ignored_types``) ones; OpenCode
@@ -342,7 +343,8 @@ class LineRules:
     # The preamble (begin).
     fresh_state: Callable[[str], dict[str, Any]] | None = None
     state_schema: int | None = None
-    state_tables: tuple[str, ...] = ()
+    state_tables: tuple[str, ...] = ()  # made dicts when a state is brought up to date
+    checked_tables: tuple[str, ...] = ()  # checked on every line (costs ~1% of a line)
     not_object_drift: bool = False
     record_types: frozenset[str] | None = None
     ignored_types: frozenset[str] = frozenset()
@@ -592,8 +594,9 @@ class LineContext:
 
 
 def upgrade_state(state: dict[str, Any], source_path: str, rules: LineRules) -> None:
-    """A state persisted by an older adapter version (another ``state_schema``) gets
-    the keys it lacks from a fresh one; its tables (``state_tables``) are dicts."""
+    """A state persisted by an older adapter version (another ``state_schema``, or a
+    ``checked_tables`` table that is no dict) gets the keys it lacks from a fresh one,
+    and its ``state_tables`` are made dicts."""
     if _current(state, rules):
         return
     fresh = rules.fresh_state
@@ -609,7 +612,7 @@ def upgrade_state(state: dict[str, Any], source_path: str, rules: LineRules) -> 
 
 def _current(state: dict[str, Any], rules: LineRules) -> bool:
     return state.get("schema") == rules.state_schema and all(
-        isinstance(state.get(table), dict) for table in rules.state_tables
+        isinstance(state.get(table), dict) for table in rules.checked_tables
     )
 
 
@@ -621,7 +624,7 @@ def begin(rules: LineRules, obj: Any, source_path: str, state: dict[str, Any]) -
         if state.get("schema") != rules.state_schema:
             upgrade_state(state, source_path, rules)
         else:
-            for table in rules.state_tables:
+            for table in rules.checked_tables:
                 if not isinstance(state.get(table), dict):
                     upgrade_state(state, source_path, rules)
                     break

@@ -302,6 +302,7 @@ RULES = LineRules(
     fresh_state=_fresh_state,
     state_schema=STATE_SCHEMA,
     state_tables=("msgs",),
+    checked_tables=("msgs",),
     not_object_drift=True,
 )
 
