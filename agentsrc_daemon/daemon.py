@@ -385,7 +385,6 @@ class Daemon:
         self.backlog.progress = None
         self.components.store.search_index.end_deferral()
         self._release_memory()
-        self.progress.live_since = time.time()
         self._profile.stop()
         log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
         self.notifier.status(self.board.line())

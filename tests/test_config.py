@@ -109,3 +109,23 @@ def test_runtime_dir_without_xdg_runtime_dir_is_logind_s_when_it_is_the_user_s(
     assert runtime_dir({}, uid=uid + 1, base=tmp_path) is None  # another user's uid
     (tmp_path / str(uid + 1)).mkdir(mode=0o700)
     assert runtime_dir({}, uid=uid + 1, base=tmp_path) is None  # exists, not theirs
+
+
+def test_only_config_reads_the_environment_and_no_test_hook_is_left() -> None:
+    """Knobs are read once, in config.py (Tuning, ROOTS, environment()); the rest of the
+    package is handed them, and no production code looks for a test-only variable
+    (tests inject their fakes: tests/daemon_with_fakes.py)."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "agentsrc_daemon"
+    reads = re.compile(r"os\.environ|os\.getenv|getenv\(")
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text()
+        if path.name != "config.py" or path.parent != package:
+            found += [f"{path.relative_to(package)}:{n}" for n, line in
+                      enumerate(text.splitlines(), 1) if reads.search(line)]
+        found += [f"{path.relative_to(package)}: AGENTSRC_TEST_" for _ in
+                  re.findall(r"AGENTSRC_TEST_", text)]
+    assert found == []

@@ -27,7 +27,6 @@ class Progress:
     files_done: int = 0
     bytes_total: int = 0
     bytes_done: int = 0
-    live_since: float | None = None  # wall clock
     # Files counted in files_done (a database woken again by its -wal while catching
     # up is not a second file).
     counted: set[str] = field(default_factory=set)
