@@ -64,9 +64,9 @@ class Parts:
         self.cfg: Config = load_config(env={"HOME": str(home), "AGENTSRC_WORKERS": "0"},
                                        data_dir=data)
         self.clock = clock
-        data.mkdir(mode=0o700)
+        data.mkdir(mode=0o700, parents=True)
         self.store = Store(self.cfg.db_path)
-        self.ingestor = Ingestor(max_line_bytes=1 << 20)
+        self.ingestor = Ingestor(max_line_bytes=1 << 20, cursor_store=self.store.cursors)
         self.queue = SourceQueue(self.cfg, clock)
         self.hub = Hub()
         self.progress = Progress()
@@ -333,3 +333,42 @@ def test_the_board_says_catching_up_until_live_and_nothing_waits(
         assert board.line() == "live: 0 files ingested"
     finally:
         reader.close()
+
+
+def test_states_of_files_not_read_lately_go_back_to_the_store_and_come_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past KEPT_STATES, a committed file's adapter state is dropped from memory and read
+    again from the store when the file is: the events after it are the same as with
+    every state kept (the turn a prompt closes is in that state)."""
+    from agentsrc_daemon.ingest import round as round_mod
+
+    def run(kept: int, home: Path, data: Path) -> tuple[list[str], Parts]:
+        monkeypatch.setattr(round_mod, "KEPT_STATES", kept)
+        parts = Parts(home, data, Clock())
+        paths = [transcript(home, f"{c * 8}-0000-4000-8000-000000000000", 2) for c in "abcde"]
+        parts.queue.reconcile(parts.ingestor, parts.progress)
+        parts.scheduler.run_round()
+        held = sorted(p for p, c in parts.ingestor.cursors.items() if not c.state_in_store)
+        # More lines in the first file: its state (the open turn) is needed again.
+        transcript(home, f"{'a' * 8}-0000-4000-8000-000000000000", 2, start=2)
+        parts.scheduler.appended({str(paths[0])})
+        parts.scheduler.run_round()
+        reader = Reader(parts.cfg.db_path)
+        try:
+            keys = [(e["kind"], e["turn_id"], e["source_path"].rsplit("/", 1)[1])
+                    for e in reader.events(limit=1000)]
+        finally:
+            reader.close()
+        parts.close()
+        return held + [repr(k) for k in keys], parts
+
+    released, parts = run(2, tmp_path / "a" / "home", tmp_path / "a" / "data")
+    kept_all, _ = run(64, tmp_path / "b" / "home", tmp_path / "b" / "data")
+    # Two states kept in memory, not five; the events identical to keeping them all.
+    held_released = [h for h in released if h.startswith("/")]
+    held_all = [h for h in kept_all if h.startswith("/")]
+    assert (len(held_released), len(held_all)) == (2, 5)
+    strip = lambda rows: [r for r in rows if not r.startswith("/")]  # noqa: E731
+    assert strip(released) == strip(kept_all)
+    assert len(strip(released)) == 5 * 5 + 6  # 5 files of 2 prompts, then 2 more in one

@@ -127,6 +127,7 @@ class Committer:
             self._refused(batch, exc)
             return False
         self.errors.succeeded()
+        self.ingestor().committed(batch.cursors)
         if what != "appends":
             self.on_progress()
         if self.sink is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -65,6 +66,9 @@ ADAPTER_STATE = "adapter"
 READER_CURSOR = "reader"
 
 Stat = list[int]  # [dev, ino, size, mtime_ns]: JSON-friendly, compared as a whole
+# Adapter states kept decoded in memory: the most recently read files' (live sessions
+# append to a few files; the others' states wait in the store: Ingestor.committed).
+KEPT_STATES = 64
 
 
 def _stat(path: str) -> Stat | None:
@@ -151,11 +155,17 @@ class Ingestor:
     # cursor in memory, so a file seen again carries on from its old cursor (its
     # offset, its identity, its generation) as if it had been loaded.
     cursor_store: CursorStore | None = None
+    # The files whose adapter states are kept decoded, the most recently read last
+    # (KEPT_STATES of them), and the files read since their cursor was last committed
+    # (their state in memory is ahead of the store's): see ``committed``.
+    kept: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    uncommitted: set[str] = field(default_factory=set)
 
     def take_over(self, old: Ingestor) -> None:
         """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
         self.cursors = old.cursors
         self.cursor_store = old.cursor_store
+        self.kept, self.uncommitted = old.kept, old.uncommitted
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
 
@@ -167,6 +177,7 @@ class Ingestor:
         else:
             self.cursors[path] = cursor
         self.caught_up.discard(path)
+        self.uncommitted.discard(path)  # the store's own cursor
 
     def close(self) -> None:
         for db in self.readers.values():
@@ -199,6 +210,36 @@ class Ingestor:
             cursor.state_json = self.cursor_store.state(cursor.source_id)
             cursor.state_in_store = False
         cursor.load_state()
+        self.uncommitted.add(cursor.path)  # a round moves it on from here
+        self.kept[cursor.path] = None
+        self.kept.move_to_end(cursor.path)
+        while len(self.kept) > KEPT_STATES:
+            old, _ = self.kept.popitem(last=False)
+            if old not in self.uncommitted:
+                self._release_state(old)  # else at its commit
+
+    def committed(self, paths: Iterable[str]) -> None:
+        """The store now holds these files' cursors. A file's state not among the
+        KEPT_STATES most recently read goes back to the store (``load_state`` reads it
+        again when the file is read: 0.1 ms): the live daemon's memory stays its live
+        sessions', not every file a backfill read (a state is about 10 KB decoded: 26 MB
+        for 2,479 files after a backfill)."""
+        for path in paths:
+            self.uncommitted.discard(path)
+            if path not in self.kept:
+                self._release_state(path)
+
+    def _release_state(self, path: str) -> None:
+        c = self.cursors.get(path)
+        if (self.cursor_store is None or c is None or c.state_in_store or c.source_id is None
+                or c.mode == sources.SQLITE
+                or (c.state is None and c.state_json is None)):
+            return  # nothing held, or no row in the store to read it from
+        if c.state is None:
+            c.load_state()  # a worker's cursor holds its state encoded
+        # The reconcile compares a sidecar's stat with the signature the state keeps.
+        c.sidecar_sig = _sidecar_held(c).get("sig")
+        c.state, c.state_json, c.state_in_store = None, None, True
 
     def needs_read(self, spec: sources.SourceSpec, st: os.stat_result) -> bool:
         """Cheap check from a stat (reconcile scans): does this file have news?"""
