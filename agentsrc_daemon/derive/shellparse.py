@@ -15,6 +15,10 @@ Two stages:
    keywords, wrappers such as sudo/env/timeout) and applies the per-command table.
 
 Pure: imports nothing from the daemon's I/O stages.
+
+Long on purpose (about 1,200 lines): the lexer, the analyzer and the per-command table
+share private types, and most of the length is the table of commands and their operands;
+split, each part would export what only the other uses.
 """
 
 from __future__ import annotations
@@ -226,6 +230,9 @@ class _Lexer:
     # -- words -------------------------------------------------------------------------
 
     def _read_word(self, cmd: _Command) -> Word | None:
+        # One loop over the characters of a word with the POSIX quoting states (plain,
+        # single, double, $'...', escapes, substitutions) side by side: about 80 lines,
+        # kept whole because split the quoting rules would be read in several places.
         src, n = self.src, self.n
         start = self.pos
         parts: list[str] = []

@@ -361,49 +361,57 @@ class Server:
         self.hub.add(sub)
         conn.settimeout(SEND_TIMEOUT_S)
         try:
-            last = 0
             head = reader.last_event_id()
             conn.sendall(_result_line(rid, {"subscribed": True, "last_id": head}))
-            if since is not None:
-                last = since
-                while True:
-                    page = self.subscribe_backlog(reader, last, subscription, 1000)
-                    for ev in page:
-                        conn.sendall(_notification("event", ev))
-                        last = ev["id"]
-                    if len(page) < 1000:
-                        break
-            else:
-                last = head
-            while not self._stopping.is_set():
-                if sub.dropped:
-                    item = None
-                else:
-                    try:
-                        item = sub.queue.get(timeout=1.0)
-                    except queue.Empty:
-                        continue
-                if item is None:
-                    conn.sendall(
-                        _notification(
-                            "dropped",
-                            {
-                                "reason": "subscriber too slow: queue full",
-                                "last_id": last,
-                                "resume": "subscribe again with since_id=last_id",
-                            },
-                        )
-                    )
-                    log.warning("subscriber_dropped", last_id=last)
-                    return
-                if item["id"] <= last:
-                    continue
-                conn.sendall(_notification("event", item))
-                last = item["id"]
+            last = head if since is None else self._send_backlog(conn, reader, subscription, since)
+            self._stream(conn, sub, last)
         except OSError:
             return
         finally:
             self.hub.remove(sub)
+
+    def _send_backlog(
+        self, conn: socket.socket, reader: Reader, subscription: Subscription, since: int
+    ) -> int:
+        """The events after ``since`` already committed, in pages; the last id sent."""
+        last = since
+        while True:
+            page = self.subscribe_backlog(reader, last, subscription, 1000)
+            for ev in page:
+                conn.sendall(_notification("event", ev))
+                last = ev["id"]
+            if len(page) < 1000:
+                return last
+
+    def _stream(self, conn: socket.socket, sub: Subscriber, last: int) -> None:
+        """New events as the hub hands them over, each once (an id at or below ``last``
+        came in the backlog already), until the server stops or the subscriber falls
+        behind (then a ``dropped`` notice, and the connection ends)."""
+        while not self._stopping.is_set():
+            if sub.dropped:
+                item = None
+            else:
+                try:
+                    item = sub.queue.get(timeout=1.0)
+                except queue.Empty:
+                    continue
+            if item is None:
+                conn.sendall(
+                    _notification(
+                        "dropped",
+                        {
+                            "reason": "subscriber too slow: queue full",
+                            "last_id": last,
+                            "resume": "subscribe again with since_id=last_id",
+                        },
+                    )
+                )
+                log.warning("subscriber_dropped", last_id=last)
+                return
+            if item["id"] <= last:
+                continue
+            conn.sendall(_notification("event", item))
+            last = item["id"]
 
 
 def _result_line(rid: Any, result: Any) -> bytes:

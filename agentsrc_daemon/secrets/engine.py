@@ -35,6 +35,9 @@ daemon builds one scanner per process (the backfill worker builds its own).
 Lines are read the way detect-secrets reads a file: split at \\n, \\r and \\r\\n, then
 right-stripped. Content is scanned as a file with no extension would be (the keyword plugin
 uses its quotes-required regexes; no file-name filters apply; no network verification).
+
+Long on purpose (about 730 lines): the scanner, its cache and the reference path it is
+tested against must call detect-secrets' internals the same way, so they stay together.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ The unit and plist are rendered from the templates at the top of the source tree
 (systemd/agentsrc.service, launchd/dev.agentsrc.daemon.plist). A copy of each is embedded
 below because a wheel (pip install ., pipx) carries only the package, not those folders;
 a test keeps the copies identical to the files.
+
+Long on purpose (about 850 lines): two service managers, each with its plan, its
+templates and its status, in one module so that install, uninstall and status read the
+same `ServiceTarget` and plan the same way on both.
 """
 
 from __future__ import annotations
