@@ -437,10 +437,10 @@ def test_forked_rollout_keeps_copied_history_as_the_parents() -> None:
 def test_format_drift_is_reported_never_raised() -> None:
     records, _ = parse_file(fixture("aaaaaaaa"))
     assert drifts(records) == [
-        "event_msg/item_completed/UserMessage",
-        "event_msg/item_completed/CommandExecution",
+        "event_msg/item_completed/TeleportItem",
+        "event_msg/item_completed/HologramItem",
         "event_msg/brand_new_event",
-        "response_item/tool_search_call",
+        "response_item/tool_teleport_call",
         "thread_item",
         "event_msg/<invalid payload>",
         "response_item/<no type>",

@@ -32,6 +32,7 @@ import orjson
 from ..events import (
     CLAIM_COPY,
     COMPACTION,
+    DIRECTIVE,
     ERROR,
     MESSAGE,
     PROMPT,
@@ -42,17 +43,21 @@ from ..events import (
     TURN_START,
     USAGE,
     Drift,
+    Event,
     Record,
+    SessionFacts,
     SpawnPoint,
     TurnFacts,
     line_key,
     session_key,
 )
+from . import codex_items as items
 from .common import (
     LineContext,
     LineRules,
     begin,
     normalize_ts,
+    remember_bounded,
     seconds_to_ms,
     summarize_input,
     text_of,
@@ -62,6 +67,7 @@ from .common import as_dict as _dict
 from .common import as_int as _int
 from .common import nonempty_str as _str
 from .common import parse_arguments as _parse_arguments
+from .injected import person_text
 
 AGENT = "codex"
 
@@ -71,75 +77,73 @@ MAX_PENDING_INPUT_BYTES = 64 * 1024  # a bigger call input is kept summarized, n
 MAX_UNMATCHED = 16  # remembered prompt/message hashes waiting for their twin record
 MAX_ERROR_CHARS = 500
 TITLE_CHARS = 200  # a title is the first real prompt, whitespace squeezed, cut here
-STATE_SCHEMA = 2  # bump when the state's keys change; older states get the new keys
+STATE_SCHEMA = 3  # bump when the state's keys change; older states get the new keys
+SESSION_INDEX = "session_index.jsonl"  # ~/.codex: the threads' names, latest line wins
+MAX_DONE_IDS = 256  # answered call ids and emitted item ids, for items recording them again
 
 # A forked or resumed rollout copies the parent's history right after the parent's
 # session_meta, in one burst (the copied records are a few milliseconds apart). The first
 # record after a longer pause is new activity. See _continues_replay.
 REPLAY_GAP_SECONDS = 1.0
 
-RECORD_TYPES = ("session_meta", "turn_context", "event_msg", "response_item", "compacted")
-
-# event_msg types that carry nothing we need: either a duplicate of a response_item
-# (agent_reasoning repeats the reasoning summary, mcp_tool_call_end / patch_apply_end /
-# web_search_end repeat a call and its output) or UI-only bookkeeping.
-IGNORED_EVENT_MSG_TYPES = frozenset(
-    {
-        "agent_reasoning",
-        "agent_reasoning_raw_content",
-        "agent_reasoning_section_break",
-        "agent_message_delta",
-        "agent_reasoning_delta",
-        "exec_command_begin",
-        "exec_command_output_delta",
-        "mcp_tool_call_begin",
-        "mcp_tool_call_end",
-        "patch_apply_begin",
-        "patch_apply_end",
-        "web_search_begin",
-        "web_search_end",
-        "view_image_tool_call",
-        "plan_update",
-        "turn_diff",
-        "background_event",
-        "exited_review_mode",
-        "undo_started",
-        "undo_completed",
-        "thread_rolled_back",
-        "item_started",
-        "session_configured",
-        "shutdown_complete",
-    }
+RECORD_TYPES = (
+    "session_meta",
+    "turn_context",
+    "event_msg",
+    "response_item",
+    "compacted",
+    "token_usage_record",
+    "world_state",
+    "inter_agent_communication_metadata",
 )
-# event_msg/item_completed item types already covered elsewhere (Codex 0.105 writes the
-# plan of a plan-mode turn this way). Any other item type is reported as Drift: later
-# Codex versions reportedly moved whole turns into item_completed with PascalCase types.
-IGNORED_COMPLETED_ITEM_TYPES = frozenset({"Plan"})
+# Top-level records read for nothing, with the reason.
+IGNORED_RECORD_TYPES = {
+    "world_state": "a snapshot of the instructions and environment the model was given"
+    " (the cwd and model come from turn_context)",
+    "inter_agent_communication_metadata": "whether the next inter-agent message starts a"
+    " turn; task_started says when one does",
+}
 
-# response_item types deliberately skipped: ghost_snapshot is Codex's own undo commit
-# (not an agent action); compaction is the opaque remote-compaction item, counted through
-# the top-level ``compacted`` record instead.
-IGNORED_RESPONSE_ITEM_TYPES = frozenset({"ghost_snapshot", "compaction"})
+# event_msg types that carry nothing we need, each with its reason: a duplicate of a
+# response item or an item, or UI bookkeeping.
+IGNORED_EVENT_MSG_TYPES: dict[str, str] = {
+    "agent_reasoning": "the reasoning summary again; the reasoning item is counted",
+    "agent_reasoning_raw_content": "the raw reasoning again; never stored",
+    "agent_reasoning_section_break": "a break in the streamed reasoning",
+    "agent_message_delta": "a piece of a message the item holds whole",
+    "agent_reasoning_delta": "a piece of reasoning the item holds whole",
+    "exec_command_begin": "a command started; its call and output are the records",
+    "exec_command_output_delta": "a piece of output the call's output holds whole",
+    "mcp_tool_call_begin": "an MCP call started; the function call is the record",
+    "mcp_tool_call_end": "an MCP call's end; its output is the record",
+    "patch_apply_begin": "a patch started; the apply_patch call is the record",
+    "patch_apply_end": "a patch's end; its output is the record",
+    "web_search_begin": "a search started; the web_search_call is the record",
+    "web_search_end": "a search's end; the web_search_call is the record",
+    "view_image_tool_call": "the view_image call again",
+    "plan_update": "the update_plan call again",
+    "turn_diff": "the turn's diff; the edits come from the patches",
+    "background_event": "a notice the UI showed",
+    "exited_review_mode": "review mode ended; its start links the review sub-agent",
+    "undo_started": "an undo began; what it restores is Codex's own snapshot",
+    "undo_completed": "an undo ended",
+    "thread_rolled_back": "turns taken back; what they did happened and stays counted",
+    "item_started": "an item started; its item_completed is the record",
+    "sub_agent_activity": "a sub-agent started or finished; its rollout names its parent",
+    "collab_agent_spawn_begin": "a sub-agent's spawn began; its rollout names its parent",
+    "collab_agent_spawn_end": "a sub-agent's spawn ended; its rollout names its parent",
+    "session_configured": "the session's settings; session_meta and turn_context say them",
+    "shutdown_complete": "Codex exited",
+}
 
-# Text Codex injects in the user role that is not something the user typed.
-INJECTED_PREFIXES = (
-    "<environment_context>",
-    "<user_instructions>",
-    "<permissions instructions>",
-    "<collaboration_mode>",
-    "<personality_spec>",
-    "<model_switch>",
-    "<apps_instructions>",
-    "<skills_instructions>",
-    "<turn_aborted>",
-    "<user_shell_command>",
-    "<subagent_notification>",
-    "<INSTRUCTIONS>",
-    "# AGENTS.md instructions for ",
-)
-# Injected blocks are whole-block wrappers like <tag>...</tag>; new Codex versions keep
-# adding tags, so a block that is entirely one lowercase tag counts as injected too.
-_WRAPPED_BLOCK = re.compile(r"^<([a-z][a-z0-9_ -]{0,63})>.*</\1>$", re.DOTALL)
+# response_item types deliberately skipped, with the reason.
+IGNORED_RESPONSE_ITEM_TYPES: dict[str, str] = {
+    "ghost_snapshot": "Codex's own undo commit, not an agent action",
+    "compaction": "the opaque remote-compaction item; the compacted record counts it",
+}
+
+# A user-role block that Codex marks (0.150 and later, ``content_item_kinds``) as typed.
+TYPED_KIND = "user.text"
 _PROPOSED_PLAN = re.compile(r"<proposed_plan>.*?</proposed_plan>", re.DOTALL)
 
 # Codex's own error texts in a tool output that has no exit code.
@@ -151,9 +155,10 @@ TOOL_ERROR_PREFIXES = (
     "error:",
 )
 
-_UUID_IN_NAME = re.compile(
-    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl?$"
-)
+_UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_UUID = re.compile(_UUID_PATTERN)
+# The thread's uuid ends the name, or (a resumed segment) comes before ``_<segment uuid>``.
+_UUID_IN_NAME = re.compile(rf"({_UUID_PATTERN})(?:_{_UUID_PATTERN})?\.jsonl?$")
 
 # Text tool outputs (shell_command, exec_command, write_stdin) start with header lines,
 # then a line "Output:" and the output itself.
@@ -164,11 +169,15 @@ _KNOWN_HEADER = re.compile(
     r"|Chunk ID: |Original token count: |Total output lines: |Command: )"
 )
 MAX_HEADER_LINES = 64
+# Codex (0.14x) puts this notice before a shell output it cut for the model.
+_TRUNCATED = re.compile(r"^Warning: truncated output \(original token count: \d+\)\nTotal output lines: \d+\n\n")
+_ABORTED = re.compile(r"^aborted(?: by user after \d+(?:\.\d+)?s)?$")
 
 USAGE_FIELDS = (
     # (Codex total_token_usage field, our USAGE data key)
     ("input_tokens", "input_tokens"),
     ("cached_input_tokens", "cache_read_tokens"),
+    ("cache_write_input_tokens", "cache_creation_tokens"),
     ("output_tokens", "output_tokens"),
     ("reasoning_output_tokens", "reasoning_tokens"),
     ("total_tokens", "total_tokens"),
@@ -177,18 +186,28 @@ USAGE_FIELDS = (
 # Where a prompt or message was seen, for counting Codex's twin records once.
 FROM_ITEM = "response_item"
 FROM_EVENT = "event_msg"
+FROM_COMPLETED = "item_completed"
+# Sub-agents whose user-role text is never typed by a person: a spawned agent's brief
+# from its parent, the review request Codex builds for a guardian.
+DIRECTED_SUBAGENTS = frozenset({"thread_spawn", "guardian"})
 
 
 # --------------------------------------------------------------------------- state
 
 
 def _native_id_from_path(source_path: str) -> str:
-    """The session uuid at the end of ``rollout-<ts>-<uuid>.jsonl``, else the file stem."""
-    name = PurePath(source_path).name
+    """The thread's uuid from the file's name, when no session_meta says it: the uuid of
+    ``rollout-<ts>-<uuid>.jsonl``, the first of a resumed segment's
+    ``rollout-<ts>-<thread>_<segment>.jsonl``, the folder of
+    ``session_parts/<thread>/part-NNNN.jsonl``; else the file stem."""
+    path = PurePath(source_path)
+    name = path.name
+    if path.parent.parent.name == "session_parts" and _UUID.fullmatch(path.parent.name):
+        return path.parent.name.lower()
     match = _UUID_IN_NAME.search(name)
     if match:
         return match.group(1).lower()
-    return PurePath(source_path).stem or name or "unknown"
+    return path.stem or name or "unknown"
 
 
 def _fresh_state(source_path: str) -> dict[str, Any]:
@@ -215,10 +234,19 @@ def _fresh_state(source_path: str) -> dict[str, Any]:
         "replay_state": None,  # the parent session's state while its history is replayed
         "hist_pos": 0,  # envelope records (but session_meta) of this session so far
         "title_set": False,  # the first real prompt was sent as the session's title
+        "subagent": None,  # the sub-agent kind session_meta names (review, thread_spawn, guardian)
+        "usage_records": False,  # token_usage_record seen: usage comes from them (0.150+)
+        "continuation": False,  # a resumed segment (history_base): totals run on from before
+        "copy_until": None,  # a paginated sub-agent's rows below this ordinal are its parent's
+        "done": {},  # answered call ids and emitted item ids (items may record them again)
     }
 
 
 # --------------------------------------------------------------------------- small readers
+
+
+
+
 
 
 def _ts(value: Any) -> str | None:
@@ -290,7 +318,7 @@ RULES = LineRules(
     cwd=_cwd_of,
     fresh_state=_fresh_state,
     state_schema=STATE_SCHEMA,
-    state_tables=("pending", "unmatched"),
+    state_tables=("pending", "unmatched", "done"),
     not_object_drift=True,
 )
 # The same rules for the items of a legacy ``.json`` document: every key derives from
@@ -306,15 +334,23 @@ def _line(
     out: list[Record] | None,
     record_id: str | None = None,
     rules: LineRules = RULES,
+    obj: dict[str, Any] | None = None,
 ) -> LineContext:
     """One record being parsed, its records collected in ``out``. The parent's history
     replayed in a child's rollout (the state names a ``holder``) is the parent's record,
     a copy held by the child: the parent's own rollout makes the stronger claim."""
     holder = _str(state.get("holder"))
-    if holder is None:
-        return LineContext(rules, source_path, offset, state, ts, out, record_id=record_id)
-    claim = (CLAIM_COPY, None, holder)
-    return LineContext(rules, source_path, offset, state, ts, out, record_id=record_id, claim=claim)
+    claim = None if holder is None else (CLAIM_COPY, None, holder)
+    if obj is None:
+        return LineContext(rules, source_path, offset, state, ts, out, record_id=record_id, claim=claim)
+    return LineContext(
+        rules, source_path, offset, state, ts, out, obj=obj, record_id=record_id, claim=claim
+    )
+
+
+def _ordinal(line: LineContext) -> int | None:
+    """The line's ``ordinal`` (paginated rollouts, 0.150+): its place in the history."""
+    return _int(line.obj.get("ordinal"))
 
 
 def _own_key(line: LineContext, kind: str, own_id: str | None) -> str:
@@ -340,27 +376,41 @@ def _session_facts(line: LineContext, **fields: Any) -> None:
 
 
 def _seen_from_other_source(line: LineContext, kind: str, source: str, text: str) -> bool:
-    """True when this prompt/message/compaction was already emitted from its twin record.
+    """True when this prompt/message/compaction was already emitted from a twin record.
 
-    Codex writes most things twice, in an order that changed across versions (the user
-    message item comes before event_msg/user_message; event_msg/agent_message before the
-    assistant item). Whichever comes first is emitted and its hash remembered; the twin
-    from the other source consumes it. Lists are cleared at each turn start, so a stale
+    Codex writes most things two or three times (a prompt as a user item, as
+    event_msg/user_message and, from 0.147, as an item_completed UserMessage; assistant
+    text likewise), in an order that changed across versions. Whichever comes first is
+    emitted and its hash remembered with its source; a record of another source with the
+    same text is a twin, counted once. Lists are cleared at each turn start, so a stale
     entry can only match within its own turn.
     """
     digest = _text_hash(text)
-    entries = line.state["unmatched"].setdefault(kind, [])
-    for i, entry in enumerate(entries):
-        if isinstance(entry, list) and entry[1:] == [digest] and entry[0] != source:
-            del entries[i]
+    for entry in line.state["unmatched"].setdefault(kind, []):
+        if not isinstance(entry, list) or len(entry) != 2 or entry[1] != digest:
+            continue
+        sources = entry[0] if isinstance(entry[0], list) else [entry[0]]
+        if source not in sources:
+            entry[0] = [*sources, source]
             return True
     return False
 
 
 def _remember(line: LineContext, kind: str, source: str, text: str) -> None:
     entries = line.state["unmatched"].setdefault(kind, [])
-    entries.append([source, _text_hash(text)])
+    entries.append([[source], _text_hash(text)])
     del entries[:-MAX_UNMATCHED]
+
+
+def _done(line: LineContext, ident: str | None) -> bool:
+    """Was this call answered, or this item emitted, already (by id)?"""
+    return ident is not None and ident in line.state["done"]
+
+
+def _mark_done(line: LineContext, ident: str | None) -> None:
+    if ident is None:
+        return
+    remember_bounded(line.state["done"], ident, True, MAX_DONE_IDS)
 
 
 # --------------------------------------------------------------------------- turns
@@ -391,7 +441,7 @@ def _open_turn(line: LineContext, turn_id: str | None) -> None:
         )
     )
     if line.ts is not None:
-        _session_facts(line, )  # last_event_at
+        _session_facts(line)  # last_event_at
 
 
 def _close_turn(line: LineContext, status: str, reason: str | None, ended_at: str | None) -> None:
@@ -416,23 +466,43 @@ def _close_turn(line: LineContext, status: str, reason: str | None, ended_at: st
 # --------------------------------------------------------------------------- prompts, text
 
 
-def _is_injected(text: str) -> bool:
-    stripped = text.strip()
-    return stripped.startswith(INJECTED_PREFIXES) or bool(_WRAPPED_BLOCK.match(stripped))
+def _typed(text: str) -> str:
+    """The part of a text a person typed (adapters/injected.py); the text as written,
+    spacing included, when all of it was typed."""
+    typed = person_text(text)
+    return text if typed and typed == text.strip() else typed
 
 
-def _typed_text(content: Any) -> str:
-    """The user-typed part of a user message item: injected context blocks removed."""
+def _typed_text(content: Any, kinds: Any = None) -> str:
+    """The user-typed part of a user message item: the blocks Codex marks as typed (when
+    it marks them), each without what an agent injected (adapters/injected.py)."""
     if isinstance(content, str):
-        return "" if _is_injected(content) else content
+        return _typed(content)
     if not isinstance(content, list):
         return ""
+    if isinstance(kinds, list) and len(kinds) == len(content):
+        content = [b for b, k in zip(content, kinds, strict=True) if k == TYPED_KIND]
     parts = []
     for block in content:
         text = block if isinstance(block, str) else _dict(block).get("text")
-        if isinstance(text, str) and text.strip() and not _is_injected(text):
-            parts.append(text)
+        typed = _typed(text) if isinstance(text, str) else ""
+        if typed.strip():
+            parts.append(typed)
     return "\n".join(parts)
+
+
+def _is_directed(line: LineContext) -> bool:
+    """A sub-agent whose user-role text a person never typed."""
+    return line.state.get("subagent") in DIRECTED_SUBAGENTS
+
+
+def _on_directive(line: LineContext, text: str, source: str, origin: str) -> None:
+    """Text sent in the user's place by the runtime or another agent (a sub-agent's brief,
+    a guardian's review request, a hook's prompt): a DIRECTIVE, never a prompt."""
+    if not text.strip() or _seen_from_other_source(line, "directive", source, text):
+        return
+    _remember(line, "directive", source, text)
+    line.event(DIRECTIVE, data={"text": text, "source": origin})
 
 
 def _on_prompt(line: LineContext, text: str, source: str) -> None:
@@ -447,8 +517,22 @@ def _on_prompt(line: LineContext, text: str, source: str) -> None:
     _remember(line, "prompt", source, text)
     line.event(PROMPT, data={"text": text})
     if not state.get("title_set"):
-        state["title_set"] = True  # the first real prompt names the session
-        _session_facts(line, title=_title_of(text))
+        state["title_set"] = True  # the first real prompt names the session...
+        # ...unless the thread has a name of its own (session_index.jsonl, read before or
+        # after this file): a weak title fills an unknown one, never replaces one.
+        line.facts(title=_title_of(text), weak=True)
+
+
+def _on_index_entry(obj: dict[str, Any], state: dict[str, Any]) -> list[Record]:
+    """A line of ``~/.codex/session_index.jsonl`` (``{id, thread_name, updated_at}``,
+    append-only, the latest line of a thread naming it): the thread's own title."""
+    thread_id, name = _str(obj.get("id")), _str(obj.get("thread_name"))
+    if thread_id is None or name is None:
+        return [Drift(AGENT, _str(state.get("version")) or "unknown", "session_index/<invalid>")]
+    name = _title_of(name)
+    if not name:
+        return []
+    return [SessionFacts(session_key(AGENT, thread_id), AGENT, thread_id, title=name)]
 
 
 def _title_of(text: str) -> str:
@@ -457,8 +541,9 @@ def _title_of(text: str) -> str:
 
 
 def _on_assistant_text(line: LineContext, text: str, source: str, own_id: str | None = None) -> None:
-    if not text.strip():
+    if not text.strip() or _done(line, own_id):
         return
+    _mark_done(line, own_id)
     # In plan mode the assistant item also holds the <proposed_plan> block, which
     # event_msg/agent_message leaves out (the plan comes as item_completed/Plan).
     twin_text = _PROPOSED_PLAN.sub("", text) if "<proposed_plan>" in text else text
@@ -573,6 +658,7 @@ def _parse_text_output(raw: str) -> ToolOutput | None:
     """``Exit code: N / Wall time: X seconds / Output:`` (shell_command) and ``Chunk ID /
     Wall time / Process exited with code N / Original token count / Output:``
     (exec_command, write_stdin; 0.118 adds a leading ``Command:`` line)."""
+    raw = _TRUNCATED.sub("", raw, count=1)
     lines = raw.split("\n", MAX_HEADER_LINES)
     if not _KNOWN_HEADER.match(lines[0]):
         return None
@@ -626,6 +712,7 @@ def _is_error(output: ToolOutput) -> bool | None:
 
 def _emit_result(line: LineContext, call_id: str | None, raw_output: Any) -> None:
     call = _dict(line.state["pending"].pop(call_id, None)) if call_id else {}
+    _mark_done(line, call_id)
     output = parse_tool_output(raw_output)
     # exec_command_end may have arrived before the output (Codex 0.118): fill the gaps.
     end = _dict(call.get("end"))
@@ -635,6 +722,17 @@ def _emit_result(line: LineContext, call_id: str | None, raw_output: Any) -> Non
     )
     output.exit_code = exit_code
     call_input = call.get("input")
+    _emit_result_event(line, call, call_id, output, duration)
+    if call.get("tool") == items.CODE_MODE_TOOL and not call.get("nested"):
+        script = _dict(call_input).get("input")
+        _on_script_results(line, call_id, script if isinstance(script, str) else "", raw_output)
+
+
+def _emit_result_event(
+    line: LineContext, call: dict[str, Any], call_id: str | None, output: ToolOutput, duration: int | None
+) -> None:
+    call_input = call.get("input")
+    exit_code = output.exit_code
     line.event(
         TOOL_RESULT,
         key=_own_key(line, "result", call_id),
@@ -645,11 +743,49 @@ def _emit_result(line: LineContext, call_id: str | None, raw_output: Any) -> Non
             "exit_code": exit_code,
             "duration_ms": duration,
             "output_chars": len(output.text),
-            "interrupted": output.text.strip() == "aborted",  # Codex's stand-in output
+            # Codex's stand-in output ("aborted"; "aborted by user after 14.0s" from 0.15x)
+            "interrupted": bool(_ABORTED.match(output.text.strip())),
         },
         input=call_input if isinstance(call_input, dict) else None,
         contents=[("output", output.text)] if output.text else [],
     )
+
+
+def _on_script_results(line: LineContext, call_id: str | None, script: str, raw_output: Any) -> None:
+    """A code-mode script recorded without items (0.144): each shell result it printed
+    (a chunk of its output with a shell header) is a command that ran, a tool call of its
+    own. Its command line is the script's when the script's literal shell calls pair one
+    to one with the results; otherwise it is unknown (``command_unknown``)."""
+    chunks = raw_output[1:] if isinstance(raw_output, list) else []
+    results = []
+    for chunk in chunks:
+        text = _dict(chunk).get("text")
+        parsed = _parse_text_output(text) if isinstance(text, str) else None
+        if parsed is not None and parsed.exit_code is not None:
+            results.append(parsed)
+    calls = items.script_shell_calls(script) if results else None
+    paired = calls is not None and len(calls) == len(results)
+    for i, result in enumerate(results):
+        nested_id = f"{call_id}#{i}"
+        tool_input: dict[str, Any] = dict(calls[i]) if paired and calls else {"command": None}
+        data: dict[str, Any] = {"input": _storable_summary(tool_input), "within": call_id}
+        line.event(TOOL_CALL, key=_own_key(line, "call", nested_id), tool="shell_command",
+                   call_id=nested_id, data=data, input=tool_input)
+        result_call = {"tool": "shell_command", "input": tool_input}
+        _emit_result_event(line, result_call, nested_id, result, result.duration_ms)
+        nested = _last_event(line)
+        nested.contents = []  # scanned with the script's output, which holds it
+        if not paired:
+            nested.data["command_unknown"] = True
+
+
+def _last_event(line: LineContext) -> Event:
+    """The event the line built last."""
+    out = line.out if line.out is not None else []
+    for rec in reversed(out):
+        if isinstance(rec, Event):
+            return rec
+    raise LookupError("no event built")
 
 
 def _on_exec_command_end(line: LineContext, payload: dict[str, Any]) -> None:
@@ -688,6 +824,10 @@ def _on_token_count(line: LineContext, payload: dict[str, Any], emit: bool = Tru
         line.state["context_tokens"] = _int(last.get("total_tokens"))
     current = {ours: _int(total.get(theirs)) or 0 for theirs, ours in USAGE_FIELDS}
     previous = line.state.get("usage_total")
+    if line.state.get("usage_records") or (line.state.get("continuation") and previous is None):
+        # Usage comes from the per-response token_usage_record lines; and a resumed
+        # segment's first totals run on from its earlier segments: a baseline only.
+        emit = False
     if isinstance(previous, dict) and all(
         current[k] >= (_int(previous.get(k)) or 0) for k in current
     ):
@@ -701,12 +841,27 @@ def _on_token_count(line: LineContext, payload: dict[str, Any], emit: bool = Tru
         "input_tokens": delta["input_tokens"],
         "output_tokens": delta["output_tokens"],
         "cache_read_tokens": delta["cache_read_tokens"],
-        "cache_creation_tokens": 0,
+        "cache_creation_tokens": delta["cache_creation_tokens"],
         "reasoning_tokens": delta["reasoning_tokens"],
         "total_tokens": delta["total_tokens"],
         "model": _str(line.state.get("model")),
     }
     line.event(USAGE, data=data)
+
+
+def _on_usage_record(line: LineContext, payload: dict[str, Any]) -> None:
+    """``token_usage_record`` (0.150 and later): one response's usage, counted once by its
+    ``response_id`` (a copy of it in a sub-agent's or a resumed rollout adds nothing).
+    From the first one on, token_count's cumulative totals are only a baseline."""
+    line.state["usage_records"] = True
+    totals = items.thread_totals(payload)
+    if totals is not None:
+        line.state["usage_total"] = {ours: totals.get(ours, 0) for _, ours in USAGE_FIELDS}
+    usage = items.record_usage(payload)
+    if usage is None:
+        return
+    data: dict[str, Any] = {**usage, "model": _str(line.state.get("model"))}
+    line.event(USAGE, key=_own_key(line, "usage", _str(payload.get("response_id"))), data=data)
 
 
 # --------------------------------------------------------------------------- records
@@ -722,16 +877,33 @@ def _on_session_meta(line: LineContext, payload: dict[str, Any]) -> None:
             state["native_id"] = meta_id
         state["version"] = version
         state["session_cwd"] = _str(payload.get("cwd"))
+        source = payload.get("source")
+        state["subagent"] = items.subagent_kind(source)
+        state["continuation"] = isinstance(payload.get("history_base"), dict)
+        if state["continuation"]:
+            state["title_set"] = True  # the thread's first rollout titled it
+        parent = _str(payload.get("parent_thread_id")) or _str(
+            _dict(items.spawn_of(source)).get("parent_thread_id")
+        )
         _session_facts(line,
             cwd=state["session_cwd"],
             started_at=_ts(payload.get("timestamp")) or line.ts,
             version=version,
             originator=_str(payload.get("originator")),
-            source=_source_value(payload.get("source")),
+            source=_source_value(source),
             model_provider=_str(payload.get("model_provider")),
             own_record=1,
-            spawned_as=_spawned_as(payload.get("source")),
+            spawned_as=_spawned_as(source),
+            parent_session_id=session_key(AGENT, parent) if parent and parent != meta_id else None,
         )
+        _subagent_title(line, payload)
+        start = _int(payload.get("subagent_history_start_ordinal"))
+        copied_from = _str(payload.get("forked_from_id")) or parent
+        if start is not None and copied_from and copied_from != meta_id:
+            # A paginated sub-agent: its rows below ``start`` are its parent's, ordinals
+            # and all, read as the parent's as a legacy fork's burst is.
+            state["copy_until"] = start
+            state["replay_state"] = _replay_state(line, copied_from, payload)
     elif meta_id and meta_id != state.get("native_id"):
         # A fork/resume: this is the parent's meta, followed by a copy of its history.
         _session_facts(line, parent_session_id=session_key(AGENT, meta_id))
@@ -741,6 +913,26 @@ def _on_session_meta(line: LineContext, payload: dict[str, Any]) -> None:
     elif version and version != state.get("version"):
         state["version"] = version  # the same session reopened by another Codex
         _session_facts(line, version=version)
+
+
+def _subagent_title(line: LineContext, payload: dict[str, Any]) -> None:
+    """A sub-agent's title is its own name (what it is, never its brief): the nickname and
+    path a spawned agent was given, or ``guardian review``."""
+    kind = line.state.get("subagent")
+    if kind == "thread_spawn":
+        spawn = _dict(items.spawn_of(payload.get("source")))
+        parts = [
+            _str(payload.get("agent_nickname")) or _str(spawn.get("agent_nickname")),
+            _str(payload.get("agent_path")) or _str(spawn.get("agent_path")),
+        ]
+        title = " ".join(p for p in parts if p)
+    elif kind == "guardian":
+        title = "guardian review"
+    else:
+        return
+    line.state["title_set"] = True
+    if title:
+        _session_facts(line, title=title)
 
 
 def _replay_state(line: LineContext, parent_id: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -827,8 +1019,10 @@ def _on_event_msg(line: LineContext, payload: dict[str, Any]) -> None:
     elif kind == "user_message":
         message = payload.get("message")
         text = message if isinstance(message, str) else ""
-        if not text.strip().startswith(INJECTED_PREFIXES):
-            _on_prompt(line, text, FROM_EVENT)
+        if _is_directed(line):
+            _on_directive(line, text, FROM_EVENT, "agent")
+        else:
+            _on_prompt(line, _typed(text), FROM_EVENT)
     elif kind == "agent_message":
         message = payload.get("message")
         _on_assistant_text(line, message if isinstance(message, str) else "", FROM_EVENT)
@@ -843,13 +1037,126 @@ def _on_event_msg(line: LineContext, payload: dict[str, Any]) -> None:
     elif kind == "context_compacted":
         _on_compaction(line, FROM_EVENT)
     elif kind == "item_completed":
-        item_type = _dict(payload.get("item")).get("type")
-        if item_type not in IGNORED_COMPLETED_ITEM_TYPES:
-            line.drift(
-                f"event_msg/item_completed/{item_type if isinstance(item_type, str) else '?'}"
-            )
+        _on_item(line, _dict(payload.get("item")))
+    elif kind == "thread_name_updated":
+        # The thread's name, given by the person or by Codex: the session's own title.
+        name = _str(payload.get("thread_name"))
+        if name:
+            state["title_set"] = True
+            _session_facts(line, title=_title_of(name))
+    elif kind == "thread_settings_applied":
+        # Settings changed between turns (model, cwd): as a turn_context says them.
+        _on_turn_context(line, _dict(payload.get("thread_settings")))
     else:
         line.drift(f"event_msg/{kind}")
+
+
+def _on_item(line: LineContext, item: dict[str, Any]) -> None:
+    """``event_msg/item_completed`` (0.147 and later): one completed turn item."""
+    kind = items.item_type(item)
+    own_id = _str(item.get("id"))
+    if kind == "UserMessage":
+        text = items.item_text(item)
+        if _is_directed(line):
+            _on_directive(line, text, FROM_COMPLETED, "agent")
+        else:
+            _on_prompt(line, _typed(text), FROM_COMPLETED)
+    elif kind == "AgentMessage":
+        _on_assistant_text(line, items.item_text(item), FROM_COMPLETED, own_id)
+    elif kind == "Reasoning":
+        _on_reasoning(line, own_id)
+    elif kind == "HookPrompt":
+        _on_directive(line, items.item_text(item), FROM_COMPLETED, "hook")
+    elif kind == "ContextCompaction":
+        _on_compaction(line, FROM_COMPLETED)
+    elif kind == "Extension":
+        ext = items.extension_kind(item)
+        if ext in items.EXTENSION_TOOLS:
+            _on_tool_item(line, item, own_id)
+        elif ext not in items.IGNORED_EXTENSION_KINDS:
+            line.drift(f"event_msg/item_completed/Extension/{ext}")
+    elif kind in items.TOOL_ITEMS:
+        _on_tool_item(line, item, own_id)
+    elif kind not in items.IGNORED_ITEMS:
+        line.drift(f"event_msg/item_completed/{kind or '?'}")
+
+
+def _on_reasoning(line: LineContext, own_id: str | None) -> None:
+    """The model reasoned: once, though 0.149 writes it as an item and a response item."""
+    if _done(line, own_id):
+        return
+    _mark_done(line, own_id)
+    line.event(REASONING, key=_own_key(line, "item", own_id), data={})
+
+
+def _open_code_mode_call(line: LineContext) -> str | None:
+    """The code-mode ``exec`` call whose output has not come yet (the script running)."""
+    for call_id, call in reversed(line.state["pending"].items()):
+        if _dict(call).get("tool") == items.CODE_MODE_TOOL:
+            return str(call_id)
+    return None
+
+
+def _recorded_call(line: LineContext, item_id: str | None, names: frozenset[str]) -> str | None:
+    """The model call a tool item records: its own id, or, ids differing and no script
+    running, the latest open call of its kind."""
+    pending: dict[str, Any] = line.state["pending"]
+    if item_id is not None and item_id in pending:
+        return item_id
+    if _open_code_mode_call(line) is not None:
+        return None
+    for call_id, call in reversed(pending.items()):
+        if _dict(call).get("tool") in names:
+            return str(call_id)
+    return None
+
+
+def _on_tool_item(line: LineContext, item: dict[str, Any], item_id: str | None) -> None:
+    """A tool item: what it adds to the model call it records, or, recording none (a call
+    a code-mode script made), a tool call and its result of its own."""
+    call = items.item_call(item)
+    if call is None or _done(line, item_id):
+        return
+    recorded = _recorded_call(line, item_id, call.names)
+    if recorded is not None:
+        # The call's output will say the rest; what it may lack is kept for it.
+        pending = line.state["pending"][recorded]
+        if pending.get("end") is None and (call.exit_code is not None or call.duration_ms):
+            pending["end"] = {"exit_code": call.exit_code, "duration_ms": call.duration_ms}
+        return
+    within = _open_code_mode_call(line)
+    summary = _storable_summary(call.call_input)
+    data: dict[str, Any] = {"input": summary}
+    if within is not None:
+        data["within"] = within
+        script = line.state["pending"][within]
+        script["nested"] = (_int(script.get("nested")) or 0) + 1
+    line.event(
+        TOOL_CALL,
+        key=_own_key(line, "call", item_id),
+        tool=call.tool,
+        call_id=item_id,
+        data=data,
+        input=call.call_input,
+        contents=_written_contents(call.tool, call.call_input),
+    )
+    line.event(
+        TOOL_RESULT,
+        key=_own_key(line, "result", item_id),
+        tool=call.tool,
+        call_id=item_id,
+        data={
+            "is_error": call.is_error,
+            "exit_code": call.exit_code,
+            "duration_ms": call.duration_ms,
+            "output_chars": len(call.output),
+            "interrupted": False,
+        },
+        input=call.call_input,
+        # Inside a script, the script's output (scanned with its result) holds this one.
+        contents=[("output", call.output)] if call.output and within is None else [],
+    )
+    _mark_done(line, item_id)
 
 
 def _on_response_item(line: LineContext, item: dict[str, Any]) -> None:
@@ -862,13 +1169,30 @@ def _on_response_item(line: LineContext, item: dict[str, Any]) -> None:
     own_id = _str(item.get("id"))
     if kind == "message":
         role = item.get("role")
-        if role == "user":
-            _on_prompt(line, _typed_text(item.get("content")), FROM_ITEM)
+        if role == "user" and _is_directed(line):
+            _on_directive(line, text_of(item.get("content")), FROM_ITEM, "agent")
+        elif role == "user":
+            kinds = _dict(item.get("internal_chat_message_metadata_passthrough")).get(
+                "content_item_kinds"
+            )
+            _on_prompt(line, _typed_text(item.get("content"), kinds), FROM_ITEM)
         elif role == "assistant":
             _on_assistant_text(line, text_of(item.get("content")), FROM_ITEM, own_id)
         # developer and system messages are instructions, never prompts.
+    elif kind == "agent_message":
+        # A message from another agent of the thread's team (a sub-agent's brief from its
+        # parent, a finished sub-agent's answer to its parent): never a person's prompt.
+        author = _str(item.get("author"))
+        _on_directive(line, text_of(item.get("content")), FROM_ITEM, f"agent:{author}" if author else "agent")
     elif kind == "reasoning":
-        line.event(REASONING, key=_own_key(line, "item", own_id), data={})
+        _on_reasoning(line, own_id)
+    elif kind == "tool_search_call":
+        call_id = _str(item.get("call_id")) or own_id
+        _emit_call(line, "tool_search", call_id, _dict(item.get("arguments")))
+    elif kind == "tool_search_output":
+        tools = item.get("tools")
+        names = [_str(_dict(t).get("name")) for t in tools] if isinstance(tools, list) else []
+        _emit_result(line, _str(item.get("call_id")) or own_id, "\n".join(n for n in names if n))
     elif kind == "function_call":
         call_id = _str(item.get("call_id")) or own_id
         _emit_call(line, _str(item.get("name")), call_id, _parse_arguments(item.get("arguments")))
@@ -886,6 +1210,7 @@ def _on_response_item(line: LineContext, item: dict[str, Any]) -> None:
         _emit_call(line, "web_search", own_id, _dict(item.get("action")))
         if own_id is not None:
             line.state["pending"].pop(own_id, None)
+            _mark_done(line, own_id)
     elif kind in ("function_call_output", "custom_tool_call_output"):
         _emit_result(line, _str(item.get("call_id")), item.get("output"))
     else:
@@ -917,6 +1242,18 @@ def _continues_replay(state: dict[str, Any], ts: str | None) -> bool:
     return abs((now - before).total_seconds()) <= REPLAY_GAP_SECONDS
 
 
+def _starts_own_turn(state: dict[str, Any], record_type: str, payload: Any) -> bool:
+    """A turn that starts while the copied history's last turn is still open is the
+    fork's own: a spawned sub-agent's copy ends in its parent's turn, mid-way (the
+    parent waits for it), and the sub-agent's first turn follows within milliseconds
+    (0.144 and later)."""
+    if record_type != "event_msg" or _dict(payload).get("type") != "task_started":
+        return False
+    copied = _dict(state.get("replay_state"))
+    open_turn = _str(copied.get("turn_id"))
+    return open_turn is not None and open_turn != _str(_dict(payload).get("turn_id"))
+
+
 def _absorb_replayed(line: LineContext, record_type: str, payload: dict[str, Any]) -> None:
     """What the child's live part needs of a copied record: cwd, model and the token
     counter baseline (so the child is given only its own tokens)."""
@@ -926,7 +1263,7 @@ def _absorb_replayed(line: LineContext, record_type: str, payload: dict[str, Any
         _on_token_count(line, payload, emit=False)
 
 
-def _history_key(state: dict[str, Any], payload: Any) -> str:
+def _history_key(state: dict[str, Any], payload: Any, ordinal: int | None = None) -> str:
     """The key base of an envelope record: its place among its session's records (every
     record but session_meta) and a hash of its payload. The parent's rollout and a
     child's replay of it give a record the same key (the envelope timestamps differ, the
@@ -938,6 +1275,11 @@ def _history_key(state: dict[str, Any], payload: Any) -> str:
     except TypeError:  # nested deeper than orjson writes
         raw = repr(payload).encode("utf-8", "surrogatepass")
     digest = hashlib.blake2b(raw, digest_size=8).hexdigest()
+    if ordinal is not None:
+        # Paginated rollouts number their rows themselves, across a thread's segments:
+        # a resumed segment, or a sub-agent's copy of its parent's rows, keys each row
+        # as the thread's first rollout does.
+        return f"{AGENT}:{state['native_id']}:o{ordinal}:{digest}"
     return f"{AGENT}:{state['native_id']}:h{pos}:{digest}"
 
 
@@ -947,7 +1289,7 @@ def _on_replayed(line: LineContext, record_type: str, payload: Any) -> None:
     sub = line.state.get("replay_state")
     if isinstance(sub, dict) and record_type != "session_meta":
         upgrade_state(sub, line.source_path, RULES)
-        parent = _line(line.source_path, line.offset, line.ts, sub, line.out)
+        parent = _line(line.source_path, line.offset, line.ts, sub, line.out, obj=line.obj)
         _dispatch(parent, record_type, payload)
         if line.ts is not None and sub.get("turn_id") is not None:
             sub["turn_last_ts"] = line.ts
@@ -957,8 +1299,16 @@ def _on_replayed(line: LineContext, record_type: str, payload: Any) -> None:
 
 def _on_envelope(line: LineContext, record_type: str, payload: Any) -> None:
     state = line.state
+    copy_until = _int(state.get("copy_until"))
+    if copy_until is not None and record_type != "session_meta":
+        ordinal = _ordinal(line)
+        if ordinal is not None and ordinal < copy_until:
+            _on_replayed(line, record_type, payload)
+            return
+        state["copy_until"] = None
+        state["replay_state"] = None
     if state.get("replay"):
-        if _continues_replay(state, line.ts):
+        if _continues_replay(state, line.ts) and not _starts_own_turn(state, record_type, payload):
             state["replay_last_ts"] = line.ts
             _on_replayed(line, record_type, payload)
             return
@@ -976,7 +1326,9 @@ def _dispatch(line: LineContext, record_type: str, payload: Any) -> None:
         line.drift(f"{record_type}/<invalid payload>")
         return
     if record_type != "session_meta":
-        line.record_id = _history_key(line.state, payload)
+        line.record_id = _history_key(line.state, payload, _ordinal(line))
+    if record_type in IGNORED_RECORD_TYPES:
+        return
     if record_type == "session_meta":
         _on_session_meta(line, payload)
     elif record_type == "turn_context":
@@ -987,6 +1339,8 @@ def _dispatch(line: LineContext, record_type: str, payload: Any) -> None:
         _on_response_item(line, payload)
     elif record_type == "compacted":
         _on_compaction(line, "compacted")  # never the summary nor replacement_history
+    elif record_type == "token_usage_record":
+        _on_usage_record(line, payload)
 
 
 # --------------------------------------------------------------------------- legacy .json
@@ -1032,10 +1386,12 @@ class CodexAdapter:
         early = begin(RULES, obj, source_path, state)
         if early is not None:
             return early
+        if PurePath(source_path).name == SESSION_INDEX:
+            return _on_index_entry(obj, state)
         out: list[Record] = []
         # A file's own state never names a holder (only a replay's sub-state does, see
         # _line): the line is built directly, as it is for every line of every rollout.
-        line = LineContext(RULES, source_path, offset, state, _ts(obj.get("timestamp")), out)
+        line = LineContext(RULES, source_path, offset, state, _ts(obj.get("timestamp")), out, obj=obj)
         record_type = obj.get("type")
         if isinstance(record_type, str) and "payload" in obj:
             _on_envelope(line, record_type, obj.get("payload"))

@@ -345,19 +345,23 @@ def _path_data(path: str, op: str, root: str | None) -> dict[str, Any]:
 
 def _derive_command(event: Event) -> list[Event]:
     invocation = shell_invocation(event.adapter, event.tool, event.input, event.cwd)
-    if invocation is None:
+    if invocation is None and not event.data.get("command_unknown"):
         return []
     is_error = event.data.get("is_error")
     data = {
         # Cut like any stored tool input: a heredoc can make a command line very long.
-        "command": summarize_input(invocation.script),
-        "cwd": invocation.cwd,
+        # A command whose line was not recorded (a Codex code-mode script ran it in a
+        # loop) is still a command that ran, with its exit code: its line is null.
+        "command": summarize_input(invocation.script) if invocation else None,
+        "cwd": invocation.cwd if invocation else event.cwd,
         "exit_code": as_int(event.data.get("exit_code")),
         "duration_ms": as_int(event.data.get("duration_ms")),
         "interrupted": event.data.get("interrupted") is True,
         # Muse reports only success/failure: kept as is rather than invented as an exit code.
         "is_error": is_error if isinstance(is_error, bool) else None,
     }
+    if invocation is None:
+        data["command_unknown"] = True
     return [derived_event(event, COMMAND, f"{event.key}/command", data)]
 
 

@@ -41,7 +41,10 @@ _CLAUDE_JSONL = re.compile(
 )
 _CLAUDE_META = re.compile(rf"^[^/]+/{_UUIDISH}/subagents/(?:[^/]+/)*agent-{_UUIDISH}\.meta\.json$")
 _CLAUDE_MEMORY = re.compile(r"^[^/]+/memory/.+$")
-_CODEX_JSONL = re.compile(r"^(?:sessions|archived_sessions)/(?:.+/)?rollout-[^/]+\.jsonl$")
+_CODEX_JSONL = re.compile(
+    r"^(?:(?:sessions|archived_sessions)/(?:.+/)?rollout-[^/]+|session_parts/[^/]+/part-[0-9]+)\.jsonl$"
+)
+_CODEX_INDEX = "session_index.jsonl"  # the threads' names (docs/formats.md, "Titles")
 _CODEX_DOC = re.compile(r"^(?:sessions|archived_sessions)/(?:.+/)?rollout-[^/]+\.json$")
 _CODEX_MEMORY = re.compile(r"^(?:AGENTS\.md|AGENTS\.override\.md|memories/.+)$")
 _MUSE_JSONL = re.compile(r"^[^/]+/sessions/[^/]+\.jsonl$")
@@ -123,7 +126,7 @@ def classify(
 
 def _mode_for(adapter: str, rel: str) -> str | None:
     if adapter == "codex":
-        if _CODEX_JSONL.match(rel):
+        if _CODEX_JSONL.match(rel) or rel == _CODEX_INDEX:
             return JSONL
         if _CODEX_DOC.match(rel):
             return DOCUMENT
