@@ -22,6 +22,7 @@ from agentsrc_daemon.adapters import claude
 from agentsrc_daemon.adapters.claude import ADAPTER
 from agentsrc_daemon.events import (
     COMPACTION,
+    DIRECTIVE,
     ERROR,
     MESSAGE,
     PROMPT,
@@ -149,7 +150,8 @@ CORPUS: dict[str, dict[str, Any]] = {
     },
     "8c880a68-969b-4b92-8733-a4927179d072/subagents/agent-a2df51c9276581f81.jsonl": {
         "session": "8c880a68-969b-4b92-8733-a4927179d072",
-        "prompts": 1,
+        "prompts": 0,  # the sub-agent's brief from its parent is a directive
+        "directives": 1,
         "messages": 11,
         "calls": 10,
         "distinct_calls": 10,
@@ -177,7 +179,8 @@ CORPUS: dict[str, dict[str, Any]] = {
     },
     "agent-f75bd872.jsonl": {
         "session": "f84b640b-c091-44bf-9464-71a557d19a1d",
-        "prompts": 1,
+        "prompts": 0,
+        "directives": 1,
         "messages": 4,
         "calls": 8,
         "distinct_calls": 8,
@@ -192,7 +195,8 @@ CORPUS: dict[str, dict[str, Any]] = {
     "agent-24c92a25.jsonl": {
         # The "Warmup" stub names a session that is not in the corpus: it still makes one.
         "session": "68e984d7-ed9c-45c4-8864-c6d2123ce91a",
-        "prompts": 1,
+        "prompts": 0,
+        "directives": 1,
         "messages": 1,
         "calls": 0,
         "distinct_calls": 0,
@@ -206,7 +210,8 @@ CORPUS: dict[str, dict[str, Any]] = {
     },
     "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": {
         "session": "fe5e1c67-53e7-4862-81ae-d0e013e3270b",
-        "prompts": 6,  # 1 of the user + 5 Task prompts of inline subagents
+        "prompts": 1,  # the user's; the 5 Task briefs of inline subagents are directives
+        "directives": 5,
         "messages": 95,
         "calls": 167,
         "distinct_calls": 167,
@@ -249,6 +254,7 @@ def test_corpus_counts(rel: str, corpus_records: dict[str, list[Record]]) -> Non
     records = corpus_records[rel]
     evs = events(records)
     assert len(events(records, PROMPT)) == want["prompts"]
+    assert len(events(records, DIRECTIVE)) == want.get("directives", 0)
     assert len({e.key for e in events(records, MESSAGE)}) == want["messages"]
     calls = events(records, TOOL_CALL)
     assert len(calls) == want["calls"]
@@ -343,12 +349,12 @@ def test_subagent_layouts_land_in_the_parent_session(
     }
     assert {e.turn_id for e in nested} == {"f097e4ec-3965-45ae-a7cb-5eb9aecf7b00"}
     assert "f097e4ec-3965-45ae-a7cb-5eb9aecf7b00" in parent_turns
-    # (1) inline sidechains, pre-2.0: each sidechain's events, Task prompt included,
+    # (1) inline sidechains, pre-2.0: each sidechain's events, Task brief included,
     # carry the root record's uuid; the main conversation's carry none.
     inline = corpus_records["fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"]
-    per_subagent = Counter(e.subagent_id for e in events(inline, PROMPT))
+    assert Counter(e.subagent_id for e in events(inline, PROMPT)) == {None: 1}
+    per_subagent = Counter(e.subagent_id for e in events(inline, DIRECTIVE))
     assert per_subagent == {
-        None: 1,
         "6690d10e-f521-4ac0-800d-e5eb7a2d8072": 1,
         "60dade70-20bb-4edb-9dad-9f08267e0cc2": 1,
         "f4546a51-ea10-47e0-b4e0-76802974f8a9": 1,
@@ -745,7 +751,7 @@ def test_session_id_falls_back_to_the_path() -> None:
     nested = "/h/p/sess-9/subagents/agent-a1/subagents/agent-b2.jsonl"
     (prompt,) = events(ADAPTER.parse(record, 0, nested, ADAPTER.initial_state(nested)))
     assert (prompt.kind, prompt.session_id, prompt.subagent_id) == (
-        PROMPT,
+        PROMPT,  # no sidechain root: not a brief
         "claude-code:sess-9",
         "b2",
     )

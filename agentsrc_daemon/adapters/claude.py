@@ -28,6 +28,7 @@ from ..events import (
     CLAIM_OWN,
     CLAIM_SUBAGENT,
     COMPACTION,
+    DIRECTIVE,
     ERROR,
     MAX_STORED_TEXT_CHARS,
     MESSAGE,
@@ -57,6 +58,7 @@ from .common import first_line as common_first_line
 from .common import nonempty_str as _str
 from .common import remember_bounded as _remember
 from .common import state_table as _table
+from .injected import person_text
 
 NAME = "claude-code"
 
@@ -73,22 +75,23 @@ IGNORED_RECORD_TYPES = frozenset(
         "last-prompt",  # a copy of the latest prompt, already seen as a user record
         "queue-operation",  # queued input; the text arrives later as a user record
         "progress",  # hook/subagent heartbeats; subagents have their own transcript
+        "mode",  # the UI's input mode (2.1.1xx: "normal"), not the conversation
     }
 )
 HANDLED_SYSTEM_SUBTYPES = frozenset({"compact_boundary", "api_error", "turn_duration"})
 IGNORED_SYSTEM_SUBTYPES = frozenset(
     {
         "stop_hook_summary",  # hook bookkeeping at the end of a turn
-        "informational",
+        "informational",  # a notice the UI showed (a setting changed, a tip)
         "local_command",  # slash-command output shown in the UI
         "microcompact_boundary",  # old tool outputs cleared: not a conversation summary
-        "memory_saved",
-        "bridge_status",
-        "agents_killed",
-        "permission_retry",
-        "away_summary",
-        "api_metrics",
-        "scheduled_task_fire",
+        "memory_saved",  # a memory file written; the memory file is a document of its own
+        "bridge_status",  # the IDE bridge connected or not
+        "agents_killed",  # background sub-agents stopped; their transcripts say what ran
+        "permission_retry",  # a tool call retried after a permission prompt; the call is the record
+        "away_summary",  # "while you were away": a recap the UI wrote, not the conversation
+        "api_metrics",  # request timings, not tokens (usage comes with each message)
+        "scheduled_task_fire",  # a scheduled task started; its prompt arrives as a user record
     }
 )
 # Content blocks the model produced or saw that carry nothing we record.
@@ -118,6 +121,9 @@ COMMAND_TAGS = ("<command-name>", "<command-message>")
 # Context blocks an IDE integration prepends to a prompt: dropped from the prompt text.
 INJECTED_BLOCK_TAGS = ("<ide_", "<system-reminder>")
 INTERRUPTED_PREFIX = "[Request interrupted by user"
+BACKGROUND_KIND = "bg"  # sessionKind of a session handed off to the background
+# promptSource of text Claude Code queued itself (a finished background task's notice).
+SYSTEM_PROMPT_SOURCE = "system"
 SYNTHETIC_MODEL = "<synthetic>"
 PERSISTED_OUTPUT_TAG = "<persisted-output>"
 
@@ -168,7 +174,7 @@ RULES = LineRules(
 
 
 def _claim(
-    native_id: str, source_path: str, state: dict[str, Any], ts: str | None
+    native_id: str, source_path: str, state: dict[str, Any], ts: str | None, kind: Any = None
 ) -> tuple[int, str | None, str | None]:
     """How this file holds the record (Event.claim): Claude Code copies records, same
     uuid, into other files (a resumed or forked session starts with the earlier
@@ -184,6 +190,11 @@ def _claim(
     if _AGENT_FILE.fullmatch(name):
         return CLAIM_SUBAGENT, since, None
     stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    if kind == BACKGROUND_KIND:
+        # A background handoff (/background, Ctrl+B) replays the conversation into a new
+        # file, every record under the new session's id: the original file's copy owns
+        # what both hold; the records only this file has are its session's all the same.
+        return CLAIM_COPY, since, None
     if stem == native_id or not _SAFE_NAME.fullmatch(stem):
         return CLAIM_OWN, since, None
     return CLAIM_COPY, since, session_key(NAME, stem)
@@ -235,7 +246,7 @@ class ClaudeAdapter:
         state["session"] = native_id
         ts = normalize_ts(obj.get("timestamp"))
         subagent_id = _subagent_id(obj, source_path, state)
-        claim = _claim(native_id, source_path, state, ts)
+        claim = _claim(native_id, source_path, state, ts, obj.get("sessionKind"))
         # Every conversation record names its cwd; the few that do not inherit it.
         cwd = _str(obj.get("cwd")) or _str(state.get("cwd"))
         line = LineContext(
@@ -378,18 +389,42 @@ def _user(line: LineContext) -> list[Record]:
         return out
     if text.startswith(HARNESS_TAGS):
         return out
+    if obj.get("promptSource") == SYSTEM_PROMPT_SOURCE:
+        # Queued by Claude Code itself, not typed: the runtime's directive.
+        out.append(line.event(DIRECTIVE, line.key(), data={"text": text, "source": "system"}))
+        return out
+    typed = _typed_prompt(content)
+    if line.subagent_id is None and not typed:
+        return out  # all of it injected (a compaction summary opening a session, say)
     if line.subagent_id is not None:
-        # A subagent's task prompt: a prompt of the subagent, inside the parent's turn.
-        out.append(line.event(PROMPT, line.key(), data={"text": text}))
+        # A sub-agent's task: the root of its sidechain, its parent agent's brief, inside
+        # the parent's turn, never a person's prompt (adapters/injected.py): a directive.
+        # Other text in a sub-agent's file (the side-question agent's replay of its
+        # parent's prompts, and the question typed after it) stays a prompt of the agent.
+        if obj.get("isSidechain") is True and obj.get("parentUuid") is None:
+            out.append(line.event(DIRECTIVE, line.key(), data={"text": text, "source": "agent"}))
+        else:
+            out.append(line.event(PROMPT, line.key(), data={"text": text}))
         return out
     # A real prompt opens a turn. Its id is the prompt's ``promptId`` (2.1.x: shared with
     # the records of that turn and with its subagents' records) else the record uuid.
     line.state["command"] = None
     turn_id = _str(obj.get("promptId")) or line.key()
     out += _start_turn(line, turn_id, line.ts, line.cwd)
-    out.append(line.event(PROMPT, line.key(), data={"text": text}))
-    out += _title(line, first_line(text), "prompt")
+    out.append(line.event(PROMPT, line.key(), data={"text": typed}))
+    out += _title(line, first_line(typed), "prompt")
     return out
+
+
+def _typed_prompt(content: Any) -> str:
+    """The part of a prompt a person typed: each text block without what Claude Code or
+    an IDE injected (adapters/injected.py: IDE context, reminders, the desktop agent's
+    ``<uploaded_files>``, a compaction summary)."""
+    blocks = [content] if isinstance(content, str) else [
+        b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"
+    ] if isinstance(content, list) else []
+    parts = [t for t in (person_text(b) for b in blocks if isinstance(b, str)) if t]
+    return "\n".join(parts)
 
 
 def _prompt_text(content: Any) -> str:
@@ -464,6 +499,9 @@ def _tool_results(line: LineContext, blocks: list[Any]) -> list[Record]:
                 "output_chars": len(inline),
                 "interrupted": extra_obj.get("interrupted") is True
                 or inline.lstrip().startswith(INTERRUPTED_PREFIX),
+                # The sub-agent an Agent/Task call started (its own transcript's agentId):
+                # nested sub-agents link to the agent that started them this way.
+                **({"agent_id": agent} if (agent := _str(extra_obj.get("agentId"))) else {}),
             },
             input=_dict(call.get("input")) if "input" in call else None,
             contents=contents,
