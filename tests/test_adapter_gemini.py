@@ -26,6 +26,7 @@ from agentsrc_daemon.derive.derive import derive
 from agentsrc_daemon.events import (
     COMMAND,
     COMPACTION,
+    DIRECTIVE,
     EDIT,
     ERROR,
     MESSAGE,
@@ -637,7 +638,7 @@ def test_subagent_recording() -> None:
     records = parse_jsonl(SUBAGENT)
     evs = events(records)
     assert Counter(e.kind for e in evs) == {
-        PROMPT: 1,
+        DIRECTIVE: 1,  # its brief from the parent agent, never a person's prompt
         MESSAGE: 1,
         TOOL_CALL: 1,
         TOOL_RESULT: 1,

@@ -44,6 +44,7 @@ import orjson
 
 from ..events import (
     COMPACTION,
+    DIRECTIVE,
     ERROR,
     MESSAGE,
     PROMPT,
@@ -77,6 +78,9 @@ VERSION = "unknown"  # Gemini CLI records no version of its own
 STATE_SCHEMA = 1
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+# Message types read for nothing, with the reason (a "warning" is a UI notice: loop
+# detection, a quota fallback; an "info" that is not a compression notice is one too).
+IGNORED_MESSAGE_TYPES = {"warning": "a notice the UI showed, not the conversation"}
 # User text the CLI injects at the start of a conversation (environment, hook output):
 # never a prompt. The environment block names the workspace directories.
 CONTEXT_PREFIXES = ("<session_context>", "<hook_context>")
@@ -87,6 +91,7 @@ TERMINAL_STATUSES = frozenset({"success", "error", "cancelled"})
 SHELL_TOOL = "run_shell_command"
 
 # Bounds on the per-file state (it is persisted after every batch).
+MAX_TURNS = 512  # prompts remembered in order, for $rewindTo
 MAX_MESSAGES = 4096  # message entries; the oldest are forgotten (their keys still dedupe)
 MAX_CALL_MARKS = 256  # tool call marks per message entry
 MAX_TITLE_CHARS = 120
@@ -285,6 +290,7 @@ def _fresh_state(source_path: str) -> dict[str, Any]:
         "cwd_reported": None,
         "span": None,  # [earliest, latest] times reported in SessionFacts
         "msgs": {},  # message id (or its short hash) -> entry, see _message
+        "turns": [],  # [prompt message's short id, turn id] in conversation order
     }
 
 
@@ -487,10 +493,11 @@ def _user(
         return running
     key = ctx.key(message_id)
     if ctx.subagent_id is not None:
-        # A subagent's task: a prompt of the subagent, inside no turn we can name.
+        # A subagent's task: its parent agent's brief, inside no turn we can name. Never
+        # a person's prompt (adapters/injected.py): a directive.
         if not entry.get("d"):
             entry["d"] = 1
-            ctx.event(PROMPT, key, ts=ts, turn_id=None, data={"text": text})
+            ctx.event(DIRECTIVE, key, ts=ts, turn_id=None, data={"text": text, "source": "agent"})
         return running
     entry["P"] = 1
     if not entry.get("d"):
@@ -507,12 +514,51 @@ def _user(
             ctx.emit(TurnFacts(ctx.session_id, running, ended_at=ended_at, status="complete"))
         ctx.event(TURN_START, f"{key}:start", ts=ts, turn_id=key)
         ctx.emit(TurnFacts(ctx.session_id, key, started_at=ts, status="open", cwd=ctx.cwd))
+        turns = _turns(ctx.state)
+        turns.append([_short(message_id), key])
+        del turns[:-MAX_TURNS]
         contents = []
         if display is not None and content_text.strip() and content_text.strip() != text:
             contents.append(("context", content_text))  # @-included files the model saw
         ctx.event(PROMPT, key, ts=ts, turn_id=key, data={"text": text}, contents=contents)
         _title(ctx, text, 1)
     return key
+
+
+def _turns(state: dict[str, Any]) -> list[Any]:
+    """The prompts seen, in order (a state persisted before $rewindTo marked turns has
+    none yet)."""
+    turns = state.get("turns")
+    if not isinstance(turns, list):
+        turns = state["turns"] = []
+    return turns
+
+
+def _rewind(ctx: LineContext, message_id: str) -> None:
+    """``$rewindTo``: the person took the conversation back to before ``message_id`` (a
+    prompt). Gemini drops what follows from the conversation it keeps; here it stays, for
+    it happened (the tokens were billed, the files edited, the commands run), and the
+    turns from that prompt on are marked ``rewound`` (docs/formats.md)."""
+    state = ctx.state
+    turns = _turns(state)
+    short = _short(message_id)
+    at = next((i for i, t in enumerate(turns) if isinstance(t, list) and t[:1] == [short]), None)
+    if at is None or ctx.subagent_id is not None:
+        return  # not a prompt we saw: nothing we can mark
+    running = _str(state.get("turn"))
+    for _, turn in turns[at:]:
+        if turn == running:
+            ended_at = _str(state.get("last_ts"))
+            ctx.event(
+                TURN_END,
+                f"{turn}:end",
+                ts=ended_at,
+                turn_id=turn,
+                data={"status": "rewound", "reason": "rewind"},
+            )
+            state["turn"] = None
+        ctx.emit(TurnFacts(ctx.session_id, turn, status="rewound"))
+    del turns[at:]
 
 
 def _gemini(
@@ -710,7 +756,7 @@ class GeminiAdapter:
         ctx = LineContext(RULES, source_path, offset, state, None, out)
         model: str | None = None
         if isinstance(obj.get("$rewindTo"), str):
-            pass  # the conversation was rewound: what was emitted stays emitted
+            _rewind(ctx, obj["$rewindTo"])
         elif _str(obj.get("id")):
             running = _str(state.get("turn"))
             running, ts, model = _message(ctx, obj, running, _str(state.get("last_ts")))
