@@ -234,12 +234,14 @@ def test_compaction_summary_never_comes_out(scout: list[Record]) -> None:
     assert SENTINEL not in orjson.dumps(state).decode()
 
 
-def test_subagent_context_prompt_counts_but_never_titles(helper: list[Record]) -> None:
-    prompts = events(helper, PROMPT)
-    assert len(prompts) == 1
-    assert prompts[0].data["text"].startswith("[Subagent Context]")
+def test_subagent_context_is_a_directive_never_a_prompt_nor_a_title(helper: list[Record]) -> None:
+    # The brief a delegating agent sends ("[Subagent Context]") was typed by no person
+    # (adapters/injected.py): a directive, outside any turn.
+    assert events(helper, PROMPT) == []
+    (brief,) = events(helper, DIRECTIVE)
+    assert brief.data["text"].startswith("[Subagent Context]")
     assert [r.title for r in helper if isinstance(r, SessionFacts) and r.title] == []
-    assert len(events(helper, TURN_START)) == 1
+    assert len(events(helper, TURN_START)) == 0
     # "+02:00" offsets become UTC.
     facts = [r for r in helper if isinstance(r, SessionFacts)]
     assert facts[0].started_at == "2026-03-02T09:00:00.000Z"

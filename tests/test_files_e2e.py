@@ -179,8 +179,13 @@ def test_muse_sessions_edits_reads_and_commands(tmp_path: Path) -> None:
         assert [(c["command"], c["exit_code"], c["is_error"]) for c in cmds] == [
             ("pytest -q", None, False)
         ]
-        # Directives from dotted runtime.* / scheduler.cron sources are not prompts.
+        # Directives from dotted runtime.* / scheduler.cron sources are not prompts, nor
+        # is a delegating agent's "[Subagent Context]" brief (adapters/injected.py).
         directives = cli_json(d, "events", "--kind", "directive")
-        assert directives and all(e["source"] != "runtime" for e in directives)
+        assert directives and all(
+            e["source"] != "runtime" or e["text"].startswith("[Subagent Context]")
+            for e in directives
+        )
+        assert [e["session_id"] for e in directives if e["source"] == "runtime"] == ["muse:sess-helper-7"]
     finally:
         d.cleanup()

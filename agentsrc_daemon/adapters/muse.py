@@ -51,6 +51,7 @@ from .common import as_int as _int
 from .common import first_line as common_first_line
 from .common import nonempty_str as _str
 from .common import state_table as _table
+from .injected import person_text
 
 NAME = "muse"
 
@@ -71,7 +72,6 @@ SKIPPED_ROLES = frozenset({"developer", "system"})
 TOOL_NAMES = {"exec": "Bash", "read": "Read", "edit": "Edit", "write": "Write"}
 FILE_TOOLS = frozenset({"read", "edit", "write"})
 ARGUMENT_NAMES = {"path": "file_path", "old_text": "old_string", "new_text": "new_string"}
-SUBAGENT_CONTEXT_PREFIX = "[subagent context]"  # compared case-insensitively
 
 MAX_PENDING_CALLS = 2000
 MAX_PENDING_INPUT_BYTES = 64 * 1024  # bigger inputs are kept summarized in the state
@@ -289,20 +289,20 @@ def _message(line: LineContext, item: dict[str, Any]) -> list[Record]:
         return [line.drift(f"item/{item.get('type')}/role:{role}")]
     if not text:
         return []
-    if is_directive_source(_source(line)):
-        # The runtime starts a job of its own: the user's turn is over (Muse writes no
-        # turn boundaries: a turn ends with the last event before the next prompt or
-        # runtime directive), and the job's events belong to no turn until the next
-        # real prompt.
+    if is_directive_source(_source(line)) or not person_text(text):
+        # The runtime starts a job of its own (or a delegating agent briefs this one,
+        # "[Subagent Context]": adapters/injected.py): the user's turn is over (Muse
+        # writes no turn boundaries: a turn ends with the last event before the next
+        # prompt or runtime directive), and the job's events belong to no turn until
+        # the next real prompt.
         out = line.close_turn("complete", None)
         out.append(line.event(DIRECTIVE, line.key(), data={"text": text, "source": _source(line)}))
         return out
     # Each real prompt opens a turn, named by the prompt's key.
     out = line.open_turn(line.key(), ts=line.ts, cwd=line.cwd)
     out.append(line.event(PROMPT, line.key(), data={"text": text, "source": _source(line)}))
-    # The session's title is its first real prompt; an injected "[Subagent Context]"
-    # preamble still counts as a prompt but would make a useless title.
-    if not line.state.get("titled") and not text.lower().startswith(SUBAGENT_CONTEXT_PREFIX):
+    # The session's title is its first real prompt.
+    if not line.state.get("titled"):
         title = common_first_line(text, len(text))
         line.state["titled"] = True
         out.append(line.facts(title=title[:MAX_TITLE_CHARS]))
