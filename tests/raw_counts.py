@@ -91,14 +91,22 @@ def _patch_edits(patch: str) -> list[tuple[str, str]]:
 SHELL_TOOLS = frozenset({"exec_command", "shell_command", "shell", "local_shell", "container.exec"})
 CODEX_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"})
 CODEX_TOOL_ITEMS = frozenset(
-    {"CommandExecution", "McpToolCall", "FileChange", "WebSearch", "DynamicToolCall", "ImageView"}
+    {"CommandExecution", "McpToolCall", "FileChange", "WebSearch", "DynamicToolCall", "ImageView",
+     "ImageGeneration"}
 )
+# Extension items that are tool calls, by kind (a web search, an image generated); the
+# others (clock.sleep) ran nothing.
+CODEX_EXTENSION_TOOLS = {"web.search": "WebSearch", "image_gen.generation": "ImageGeneration"}
 _EXIT = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)$", re.M)
 
 
+_TRUNCATED = re.compile(r"^Warning: truncated output \(original token count: \d+\)\nTotal output lines: \d+\n\n")
+_SHELL_HEADER = ("Exit code: ", "Process exited with code ", "Wall time: ", "Chunk ID: ", "Command: ")
+
+
 def _exit_code(output: Any) -> int | None:
-    """The exit code a shell tool's text output states (JSON-string outputs carry it in
-    metadata), else None."""
+    """The exit code a shell tool's output states: a JSON string's metadata, or the
+    header lines of a text output (after Codex's truncation notice), else None."""
     text = output if isinstance(output, str) else ""
     if isinstance(output, list):
         text = "\n".join(o.get("text", "") for o in output if isinstance(o, dict))
@@ -107,6 +115,9 @@ def _exit_code(output: Any) -> int | None:
             return json.loads(text).get("metadata", {}).get("exit_code")
         except (ValueError, AttributeError):
             return None
+    text = _TRUNCATED.sub("", text, count=1)
+    if not text.startswith(_SHELL_HEADER):
+        return None
     header = text.split("\nOutput:\n", 1)[0]
     match = _EXIT.search(header)
     return int(match.group(1)) if match else None
@@ -259,6 +270,8 @@ def codex_counts(path: Path) -> Counts:
             item = p.get("item") or {}
             itype = item.get("type")
             itype = "McpToolCall" if itype == "mcpToolCall" else itype
+            if itype == "Extension":
+                itype = CODEX_EXTENSION_TOOLS.get(str(item.get("kind")), "Extension")
             if itype not in CODEX_TOOL_ITEMS:
                 continue
             call = calls.get(str(item.get("id")))
@@ -348,9 +361,9 @@ def claude_counts(projects: Path) -> dict[str, Counts]:
                 for t in (re.sub(r"^<uploaded_files>.*?</uploaded_files>\s*", "", p.strip(), flags=re.S) for p in parts)
                 if t and not t.startswith(("<", "[Request interrupted", "This session is being continued"))
             ]
-            if sub or obj.get("isSidechain"):
-                counts.briefs += 1
-            elif typed:
+            if (sub or obj.get("isSidechain")) and obj.get("isSidechain") and obj.get("parentUuid") is None:
+                counts.briefs += 1  # the root of a sidechain: the sub-agent's brief
+            elif typed or sub or obj.get("isSidechain"):
                 counts.prompts += 1
         elif obj.get("type") == "assistant" and message.get("model") != "<synthetic>":
             mid = message.get("id") or uid

@@ -1,9 +1,10 @@
 """The independent counters of tests/raw_counts.py, pinned on the fixtures and the new
 corpus files. The fixture figures were worked out by hand from what each fixture was built
-to hold (docs/formats.md, "Fixtures of the 2026 formats"); the corpus figures were checked
-against plain greps of the files (the 0.144 rollouts' shell results: 28 and 19 exit codes,
-three and four of them 1). tests/test_formats.py then checks the adapters against these
-counters exactly."""
+to hold (docs/formats.md, "The formats of July–October 2026"); the corpus figures were checked
+against plain greps of the files (the 0.144 rollouts' code-mode scripts printed 22 and 15
+shell results as the tool returned them, all exit 0; their other "Exit code: 1" lines are
+the scripts' own errors, and their labelled, re-quoted results are the scripts' output).
+tests/test_formats.py then checks the adapters against these counters exactly."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def summary(c: Counts) -> S:
 # fmt: off
 FIXTURES: dict[str, S] = {
     ".codex/session_parts/01a08157-5e55-7157-8157-000000000157/part-0001.jsonl": S(1, 0, 0, 1, {0: 1}, {}, (8000, 40, 0, 7990, 0, 8040)),
-    ".codex/session_parts/01a08157-5e55-7157-8157-000000000157/part-0002.jsonl": S(0, 0, 1, 0, {}, {}, (8100, 20, 8000, 90, 0, 8120)),
+    ".codex/session_parts/01a08157-5e55-7157-8157-000000000157/part-0002.jsonl": S(0, 0, 1, 1, {}, {}, (8100, 20, 8000, 90, 0, 8120)),
     ".codex/sessions/2026/08/06/rollout-2026-08-06T09-00-00-01a00147-5e55-7147-8147-000000000147.jsonl": S(2, 0, 2, 3, {1: 1}, {'update': 1}, (16080, 420, 10000, 0, 128, 16500)),
     ".codex/sessions/2026/08/22/rollout-2026-08-22T08-30-00-01a00148-5e55-7148-8148-000000000148.jsonl": S(1, 0, 2, 5, {0: 1}, {'move': 2}, (19000, 730, 13000, 0, 200, 19730)),
     ".codex/sessions/2026/08/28/rollout-2026-08-28T11-00-00-01a00149-5e55-7149-8149-000000000149.jsonl": S(1, 0, 2, 2, {1: 1}, {}, (16200, 510, 7000, 0, 184, 16710)),
@@ -56,8 +57,8 @@ FIXTURES: dict[str, S] = {
 GEMINI_REWOUND = {"u4", "g4"}  # the prompt "$rewindTo" names and the answer after it
 
 CORPUS: dict[str, S] = {
-    ".codex/sessions/2026/07/11/rollout-2026-07-11T10-23-56-019f4efd-0137-7790-9622-c175e1415048.jsonl": S(0, 1, 3, 47, {0: 25, 1: 3}, {}, (1409060, 8826, 1289472, 0, 4498, 1417886)),
-    ".codex/sessions/2026/07/11/rollout-2026-07-11T10-24-10-019f4efd-37a3-7730-acde-568b9592cea0.jsonl": S(0, 1, 2, 45, {0: 15, 1: 4}, {}, (2120760, 6467, 1988096, 0, 2820, 2127227)),
+    ".codex/sessions/2026/07/11/rollout-2026-07-11T10-23-56-019f4efd-0137-7790-9622-c175e1415048.jsonl": S(0, 1, 3, 41, {0: 22}, {}, (1409060, 8826, 1289472, 0, 4498, 1417886)),
+    ".codex/sessions/2026/07/11/rollout-2026-07-11T10-24-10-019f4efd-37a3-7730-acde-568b9592cea0.jsonl": S(0, 1, 2, 41, {0: 15}, {}, (2120760, 6467, 1988096, 0, 2820, 2127227)),
     "claude:5078d34e-e23c-45ab-899e-92ae7a71561b": S(0, 0, 5, 12, {None: 4}, {}, (133714, 2156, 160768, 0, 0, 296638)),
     "claude:a40d33bf-19ab-407b-b281-8395d3c17198": S(0, 1, 8, 40, {}, {}, (100660, 6074, 894464, 0, 0, 1001198)),
     "gemini": S(17, 0, 67, 95, {0: 15, 1: 5}, {'update': 21, 'write': 38}, (2915474, 26554, 2445241, 0, 12376, 2954404)),
