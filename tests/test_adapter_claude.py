@@ -230,6 +230,39 @@ CORPUS: dict[str, dict[str, Any]] = {
             "f4ab2bf6-d642-431a-85cb-66691f24c404",
         },
     },
+    # 2.1.145, a background copy (sessionKind "bg", issue 26) opening with a
+    # compaction summary: no prompt a person typed, so no turn.
+    "5078d34e-e23c-45ab-899e-92ae7a71561b.jsonl": {
+        "session": "5078d34e-e23c-45ab-899e-92ae7a71561b",
+        "prompts": 0,
+        "messages": 5,
+        "calls": 12,
+        "distinct_calls": 12,
+        "results": 12,
+        "usage_ids": 5,
+        "usage_events": 5,
+        "compactions": 0,
+        "errors": 0,
+        "turns": 0,
+        "subagents": set(),
+    },
+    # 2.1.172, a sub-agent whose parent transcript is not in the corpus: its brief (the
+    # sidechain's root) is a directive; usage streamed over 27 lines of 14 messages.
+    "a40d33bf-19ab-407b-b281-8395d3c17198/subagents/agent-a19d108b63f57ce63.jsonl": {
+        "session": "a40d33bf-19ab-407b-b281-8395d3c17198",
+        "prompts": 0,
+        "directives": 1,
+        "messages": 8,
+        "calls": 40,
+        "distinct_calls": 40,
+        "results": 40,
+        "usage_ids": 14,
+        "usage_events": 27,
+        "compactions": 0,
+        "errors": 0,
+        "turns": 0,
+        "subagents": {"a19d108b63f57ce63"},
+    },
 }
 
 
@@ -289,8 +322,14 @@ def test_every_corpus_record_type_is_handled_or_ignored() -> None:
     subtypes = {s for t, s in seen if t == "system"}
     assert subtypes <= claude.HANDLED_SYSTEM_SUBTYPES | claude.IGNORED_SYSTEM_SUBTYPES
     # The corpus exercises these (so the lists above are not vacuous).
-    assert subtypes == {"compact_boundary", "api_error", "stop_hook_summary", "turn_duration"}
-    assert len({t for t, _ in seen}) == 11
+    assert subtypes == {
+        "compact_boundary",
+        "api_error",
+        "stop_hook_summary",
+        "turn_duration",
+        "away_summary",
+    }
+    assert len({t for t, _ in seen}) == 12
 
 
 @pytest.mark.parametrize("rel", sorted(CORPUS))

@@ -246,7 +246,7 @@ def parse_corpus(name: str) -> list[Record]:
 
 def test_corpus_is_covered() -> None:
     names = sorted(p.name for p in gemini_tmp().glob("*/chats/*") if p.is_file() and is_read(p))
-    assert names == sorted(CORPUS)
+    assert names == sorted([*CORPUS, TICKETING])
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
@@ -285,6 +285,34 @@ def test_corpus_exact_counts(name: str) -> None:
     assert all("text" not in e.data for e in evs if e.kind == REASONING)
     keys = [e.key for e in evs]
     assert len(keys) == len(set(keys))
+
+
+# Gemini CLI 0.39+ (JSONL with "$set" patches and messages re-appended under their id,
+# issue 26), with tool calls. Its counts equal tests/raw_counts.py's of the raw records.
+TICKETING = "session-2026-04-25T08-46-c737eb36.jsonl"
+
+
+def test_corpus_jsonl_with_patches_and_tools() -> None:
+    records = parse_corpus(TICKETING)
+    evs = events(records)
+    kinds = Counter(e.kind for e in evs)
+    assert {f.native_id for f in facts(records)} == {"c737eb36-0f7f-466b-8044-9cb1f572378f"}
+    assert (kinds[PROMPT], kinds[MESSAGE], kinds[REASONING]) == (17, 67, 41)
+    assert (kinds[TURN_START], kinds[TURN_END]) == (17, 16)
+    assert kinds[TOOL_CALL] == kinds[TOOL_RESULT] == 95
+    usage = [e.data for e in events(records, USAGE)]
+    totals = tuple(
+        sum(u[k] for u in usage)
+        for k in ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
+    )
+    assert (len(usage), *totals) == (68, 2915474, 26554, 2445241, 12376)
+    assert [f.model for f in facts(records) if f.model][-1] == "gemini-3.1-pro-preview"
+    assert [(digest(f.title), len(f.title)) for f in facts(records) if f.title] == [
+        ("ad93046375b0", 73)
+    ]
+    assert not [r for r in records if isinstance(r, Drift)]
+    keys = [e.key for e in evs]
+    assert len(keys) == len(set(keys)) == 416
 
 
 @pytest.mark.parametrize("name", sorted(n for n in CORPUS if n.endswith(".json")))

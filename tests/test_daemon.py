@@ -60,9 +60,9 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # -wal/-shm, no .project_root or workspace.yaml as sources of their own).
     assert {k: sorted(v) for k, v in by_root.items()} == {k: v for k, v in expected.items() if v}
     assert {k: len(v) for k, v in expected.items()} == {
-        "codex": 13,
-        "claude-code": 10,
-        "gemini": 15,
+        "codex": 15,
+        "claude-code": 12,
+        "gemini": 16,
         "copilot": 6,
         "opencode": 10,
     }
@@ -74,18 +74,21 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # Every session of the corpus, each under its own id.
     sessions = d.call("sessions.list", {"limit": 1000})["sessions"]
     by_agent = Counter(s["agent"] for s in sessions)
-    # 13 Codex rollouts, plus 9cd28a74, known only through 613a9a68's replay of its
-    # history (its own rollout is not in the corpus).
-    assert by_agent["codex"] == 14
+    # 15 Codex rollouts, plus 9cd28a74, known only through 613a9a68's replay of its
+    # history, and 019f4efb, the parent thread of the two 0.144 sub-agents, known only
+    # through their copies of its open turn (the first sub-agent's file to be read).
+    assert by_agent["codex"] == 17
     replayed = [s for s in sessions if s["known_from_replay"]]
-    assert [(s["native_id"][:8], s["known_from_replay"][-36:-28]) for s in replayed] == [
-        ("9cd28a74", "613a9a68")
+    assert sorted((s["native_id"][:8], s["known_from_replay"][-36:-28]) for s in replayed) == [
+        ("019f4efb", "019f4efd"),
+        ("9cd28a74", "613a9a68"),
     ]
     # 5 Claude main sessions, plus the Warmup stub's parent (68e984d7); the
-    # summary-only file has no session of its own.
-    assert by_agent["claude-code"] == 6
+    # summary-only file has no session of its own; plus 5078d34e (a background copy
+    # whose original is not in the corpus) and a40d33bf, known through its sub-agent.
+    assert by_agent["claude-code"] == 8
     assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode")} == {
-        "gemini": 9,
+        "gemini": 10,
         "copilot": 6,
         "opencode": 6,
     }
@@ -96,10 +99,10 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         for kind in ("prompt", "tool_call"):
             got = d.call("events.list", {"session_id": sess["id"], "kind": kind, "limit": 10000})
             counts[f"{sess['agent']}/{kind}"] += len(got["events"])
-    # The corpus has no Gemini tool calls (docs/formats.md, "Versions seen").
+    # Gemini's tool calls are all in the 0.39+ JSONL chat (docs/formats.md).
     assert dict(counts) == {
-        "gemini/prompt": 78,
-        "gemini/tool_call": 0,
+        "gemini/prompt": 95,
+        "gemini/tool_call": 95,
         "copilot/prompt": 20,
         "copilot/tool_call": 193,
         "opencode/prompt": 18,
