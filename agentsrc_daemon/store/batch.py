@@ -77,6 +77,22 @@ class Row(NamedTuple):
 _row_of_tuple = partial(tuple.__new__, Row)
 
 
+# What became of a record an adapter read (the fidelity table's columns, docs/formats.md,
+# "Fidelity"): events (or facts), ignored on purpose, folded (read into the file's state,
+# or a twin already counted), not understood (drift, or the adapter failed on it).
+OUTCOMES = ("events", "ignored", "folded", "not_understood")
+# (adapter, agent version, record type) -> counts per outcome, in OUTCOMES' order.
+FidelityTally = dict[tuple[str, str, str], list[int]]
+
+
+def tally_record(tally: FidelityTally, adapter: str, version: str, record_type: str, outcome: int) -> None:
+    """Count one record read, by what became of it (an index into OUTCOMES)."""
+    counts = tally.get((adapter, version, record_type))
+    if counts is None:
+        counts = tally[(adapter, version, record_type)] = [0, 0, 0, 0]
+    counts[outcome] += 1
+
+
 @dataclass(slots=True)
 class Batch:
     """Everything one transaction commits."""
@@ -92,6 +108,7 @@ class Batch:
     session_sources: set[tuple[str, str]] = field(default_factory=set)  # (session_id, path)
     project_roots: dict[str, str] = field(default_factory=dict)  # session_id -> root
     rows: list[Row] = field(default_factory=list)  # prepared events (see prepare())
+    fidelity: FidelityTally = field(default_factory=dict)  # the records read (tally_record)
 
     def empty(self) -> bool:
         return not (
@@ -104,6 +121,7 @@ class Batch:
             or self.cursors
             or self.documents
             or self.gone_documents
+            or self.fidelity
         )
 
     def merge(self, later: Batch) -> None:
@@ -119,6 +137,10 @@ class Batch:
         self.documents += later.documents
         self.gone_documents += later.gone_documents
         self.session_sources |= later.session_sources
+        for key, counts in later.fidelity.items():
+            mine = self.fidelity.setdefault(key, [0, 0, 0, 0])
+            for i, n in enumerate(counts):
+                mine[i] += n
         for sid, root in later.project_roots.items():
             self.project_roots.setdefault(sid, root)  # the first root found wins, as in a round
 

@@ -1,5 +1,6 @@
 """What ``agentsrc doctor`` asks of the store file itself (system/doctor.py words the
-checks): its integrity, and its largest sessions. Each on a read-only connection of its
+checks): its integrity, its largest sessions, and how faithfully it read the agents'
+records. Each on a read-only connection of its
 own, opened and closed here, while the daemon may be writing."""
 
 from __future__ import annotations
@@ -38,3 +39,20 @@ def largest_sessions(db: Path, limit: int, busy_ms: int) -> tuple[list[tuple[Any
         conn.close()
     assert isinstance(total, int)  # COUNT(*)
     return rows, total
+
+
+def fidelity(db: Path, busy_ms: int) -> list[dict[str, Any]]:
+    """The fidelity table's rows (store/queries/fidelity.py); [] on a store from before
+    it (schema 19). Raises apsw.Error when the file cannot be read."""
+    from .queries import fidelity as queries
+
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.setbusytimeout(busy_ms)
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'fidelity'"
+        ).fetchall():
+            return []
+        return queries.rows(conn)
+    finally:
+        conn.close()

@@ -19,9 +19,9 @@ from . import activity, breakdowns, reports, timeline
 from .connection import connect
 from .listings import RankedListings
 from .queries import events as event_pages
+from .queries import fidelity, status, turns
 from .queries import search as search_hits
 from .queries import sessions as session_queries
-from .queries import status, turns
 from .ranked import SEARCH_CANDIDATES, SEARCH_TITLE_CANDIDATES, Cut
 from .ranked import register as register_ranking
 from .search import QuerySyntaxError, compile_query
@@ -80,6 +80,15 @@ class Reader:
 
     def sources(self, path_like: str | None = None) -> list[dict[str, Any]]:
         return status.sources(self.conn, path_like)
+
+    # -- fidelity (store/queries/fidelity.py)
+    def fidelity(
+        self, adapter: str | None = None, version: str | None = None
+    ) -> list[dict[str, Any]]:
+        return fidelity.rows(self.conn, adapter, version)
+
+    def fidelity_summary(self) -> list[dict[str, Any]]:
+        return fidelity.summary(fidelity.rows(self.conn))
 
     def search_progress(self) -> dict[str, Any]:
         return status.search_progress(self.conn)

@@ -257,14 +257,25 @@ class Store:
         return inserted
 
     def _write_drift_and_documents(self, batch: Batch) -> None:
-        """A batch's record types an adapter did not know, and its memory documents (in
-        the commit's transaction)."""
+        """A batch's record types an adapter did not know, what became of the records it
+        read (fidelity), and its memory documents (in the commit's transaction)."""
         for d in batch.drift:
             self.conn.execute(
                 "INSERT INTO drift(adapter, version, record_type, count, last_seen)"
                 " VALUES(?,?,?,1,?) ON CONFLICT(adapter, version, record_type)"
                 " DO UPDATE SET count=count+1, last_seen=excluded.last_seen",
                 (d.adapter, d.version, d.record_type, utc_now()),
+            )
+        for (adapter, version, record_type), counts in batch.fidelity.items():
+            self.conn.execute(
+                "INSERT INTO fidelity(adapter, version, record_type, read, events, ignored,"
+                " folded, not_understood, last_seen) VALUES(?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(adapter, version, record_type) DO UPDATE SET read=read+excluded.read,"
+                " events=events+excluded.events, ignored=ignored+excluded.ignored,"
+                " folded=folded+excluded.folded,"
+                " not_understood=not_understood+excluded.not_understood,"
+                " last_seen=excluded.last_seen",
+                (adapter, version, record_type, sum(counts), *counts, utc_now()),
             )
         for doc in batch.documents:
             self.conn.execute(

@@ -14,7 +14,7 @@ from ..vocabulary import COMMAND_FAILED, PATH_TAIL, PROJECT_KINDS, PROJECT_ROOT
 from .chunked import EVENT_COPIES_VIEW, EVENTS_VIEW, SINK_EVENT_REVISED, TURNS_VIEW
 
 # The version this schema is (store/migrations/versions.py's SCHEMA_VERSION).
-VERSION = 18
+VERSION = 19
 
 _CORE = """
 CREATE TABLE sources (
@@ -175,6 +175,18 @@ CREATE TABLE drift (
     record_type TEXT NOT NULL,
     count INTEGER NOT NULL DEFAULT 0,
     first_seen TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+    last_seen TEXT,
+    PRIMARY KEY (adapter, version, record_type)
+) WITHOUT ROWID;
+CREATE TABLE fidelity (
+    adapter TEXT NOT NULL,
+    version TEXT NOT NULL,
+    record_type TEXT NOT NULL,
+    read INTEGER NOT NULL DEFAULT 0,
+    events INTEGER NOT NULL DEFAULT 0,
+    ignored INTEGER NOT NULL DEFAULT 0,
+    folded INTEGER NOT NULL DEFAULT 0,
+    not_understood INTEGER NOT NULL DEFAULT 0,
     last_seen TEXT,
     PRIMARY KEY (adapter, version, record_type)
 ) WITHOUT ROWID;

@@ -374,4 +374,28 @@ MIGRATIONS.sql(
     """,
 )
 
+# 18 -> 19: how faithfully each agent's records are read (issue 26): per adapter,
+# agent version and record type, the records read and what became of them: events,
+# ignored on purpose (a type the adapter lists with its reason), folded (read into
+# the file's state or a twin already counted: nothing of its own to emit), not
+# understood (the adapter reported drift, or failed on it). Counted from the records
+# read after this version; a new table, nothing to backfill.
+MIGRATIONS.sql(
+    "fidelity",
+    """
+    CREATE TABLE fidelity (
+        adapter TEXT NOT NULL,
+        version TEXT NOT NULL,
+        record_type TEXT NOT NULL,
+        read INTEGER NOT NULL DEFAULT 0,
+        events INTEGER NOT NULL DEFAULT 0,
+        ignored INTEGER NOT NULL DEFAULT 0,
+        folded INTEGER NOT NULL DEFAULT 0,
+        not_understood INTEGER NOT NULL DEFAULT 0,
+        last_seen TEXT,
+        PRIMARY KEY (adapter, version, record_type)
+    ) WITHOUT ROWID;
+    """,
+)
+
 SCHEMA_VERSION = MIGRATIONS.version
