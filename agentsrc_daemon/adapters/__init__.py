@@ -30,6 +30,12 @@ and ``row_reader`` below, never by an adapter's name:
   what its lines need (a cwd) and returns records of its own (SessionFacts), which
   ingest routes after the transcript's. A title among them wins over the one a
   transcript's first prompt gives (ingest keeps it and repeats it after such a round).
+* ``record_kind(obj, state) -> (version, record type, ignored)`` (``NamesRecords``):
+  what a line or document just parsed is, for the fidelity tally (docs/formats.md,
+  "Fidelity"): the agent version that wrote it, its record type as the adapter names it
+  (``event_msg/token_count``, ``system/away_summary``...) and whether the adapter
+  ignores that type on purpose. Ingest asks for it with ``record_kind`` below; without
+  it, the record's ``type`` and the state's ``version``.
 * ``parse_rows(table, rows, source_path, state) -> list[Record]`` (``ReadsRows``): rows
   of one table of an agent's database (OpenCode's ``session``, ``message``, ``part``),
   each a dict of its columns as ``ingest.opencode_db`` pages them, for a source read
@@ -99,6 +105,40 @@ def sidecar_reader(adapter: Adapter) -> ReadsSidecar | None:
 def row_reader(adapter: Adapter) -> ReadsRows | None:
     """The adapter, when it reads database rows."""
     return adapter if isinstance(adapter, ReadsRows) else None
+
+
+# What a record is, for the fidelity tally (store/queries/fidelity.py): the agent version
+# that wrote it, its record type as the adapter names it, and whether the adapter ignores
+# that type on purpose (a list with its reasons).
+RecordKind = tuple[str, str, bool]
+
+
+@runtime_checkable
+class NamesRecords(Protocol):
+    """An adapter that names the records it reads (the optional ``record_kind``)."""
+
+    def record_kind(self, obj: Any, state: dict[str, Any]) -> RecordKind:
+        """What ``obj`` (a decoded line, or a whole document), just parsed with
+        ``state``, is: (version, record type, ignored on purpose)."""
+        ...
+
+
+def record_kind(adapter: Adapter, obj: Any, state: dict[str, Any] | None) -> RecordKind:
+    """The adapter's ``record_kind``; for one without it, the record's ``type`` and the
+    version its state recorded."""
+    state = state if isinstance(state, dict) else {}
+    # Asked for every line read: the method looked up, not isinstance(adapter,
+    # NamesRecords) (a runtime protocol check costs ~40 us, a third of a line's ingest).
+    names = getattr(adapter, "record_kind", None)
+    if names is not None:
+        return names(obj, state)  # type: ignore[no-any-return]
+    version = state.get("version")
+    kind = obj.get("type") if isinstance(obj, dict) else None
+    return (
+        version if isinstance(version, str) and version else "unknown",
+        kind if isinstance(kind, str) else "<no type>",
+        False,
+    )
 
 
 ADAPTERS: dict[str, Adapter] = {

@@ -203,6 +203,24 @@ def _claim(
 class ClaudeAdapter:
     name = NAME
 
+    def record_kind(self, obj: Any, state: dict[str, Any]) -> tuple[str, str, bool]:
+        """(version, record type, ignored on purpose) of a line or document just read,
+        for the fidelity tally: the type, ``system/<subtype>``, ``attachment/<type>``."""
+        version = _version(obj, state)
+        if not isinstance(obj, dict):
+            return version, "<not an object>", False
+        record_type = obj.get("type")
+        if not isinstance(record_type, str):
+            return version, "document" if "agentType" in obj else "<no type>", False
+        if record_type == "system":
+            sub = obj.get("subtype")
+            name = sub if isinstance(sub, str) else "?"
+            return version, f"system/{name}", name in IGNORED_SYSTEM_SUBTYPES
+        if record_type == "attachment":
+            kind = _dict(obj.get("attachment")).get("type")
+            return version, f"attachment/{kind if isinstance(kind, str) else '?'}", True
+        return version, record_type, record_type in IGNORED_RECORD_TYPES
+
     def initial_state(self, source_path: str) -> dict[str, Any]:
         return {
             "session": None,  # native session id last seen in this file

@@ -1371,6 +1371,43 @@ def _on_chat_item(line: LineContext, item: dict[str, Any]) -> None:
         line.drift(f"document/{role if isinstance(role, str) else '<no role>'}")
 
 
+# --------------------------------------------------------------------------- fidelity
+
+
+def _record_kind(obj: Any, state: dict[str, Any]) -> tuple[str, str, bool]:
+    version = _str(state.get("version")) or "unknown"
+    if not isinstance(obj, dict):
+        return version, "<not an object>", False
+    record_type = obj.get("type")
+    payload = obj.get("payload")
+    if isinstance(record_type, str) and "payload" in obj:
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if record_type == "event_msg" and isinstance(kind, str):
+            if kind == "item_completed":
+                item = _dict(_dict(payload).get("item"))
+                name = item.get("type") if isinstance(item.get("type"), str) else "?"
+                if name == "Extension":
+                    ext = items.extension_kind(item)
+                    ignored = ext in items.IGNORED_EXTENSION_KINDS
+                    return version, f"event_msg/item_completed/Extension/{ext}", ignored
+                return version, f"event_msg/item_completed/{name}", name in items.IGNORED_ITEMS
+            return version, f"event_msg/{kind}", kind in IGNORED_EVENT_MSG_TYPES
+        if record_type == "response_item" and isinstance(kind, str):
+            return version, f"response_item/{kind}", kind in IGNORED_RESPONSE_ITEM_TYPES
+        return version, record_type, record_type in IGNORED_RECORD_TYPES
+    if "record_type" in obj:
+        return version, "state", True  # pre-envelope {"record_type": "state"}: nothing in it
+    if isinstance(record_type, str):
+        return version, f"response_item/{record_type}", record_type in IGNORED_RESPONSE_ITEM_TYPES
+    if "thread_name" in obj:
+        return version, "session_index", False
+    if "items" in obj and "session" in obj:
+        return version, "document", False
+    if "id" in obj and "timestamp" in obj:
+        return version, "header", False
+    return version, "<no type>", False
+
+
 # --------------------------------------------------------------------------- adapter
 
 
@@ -1379,6 +1416,12 @@ class CodexAdapter:
 
     def initial_state(self, source_path: str) -> dict[str, Any]:
         return _fresh_state(source_path)
+
+    def record_kind(self, obj: Any, state: dict[str, Any]) -> tuple[str, str, bool]:
+        """(version, record type, ignored on purpose) of a line or document just read,
+        for the fidelity tally: ``event_msg/<type>``, ``response_item/<type>``,
+        ``event_msg/item_completed/<ItemType>``, a top-level type."""
+        return _record_kind(obj, state)
 
     def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]

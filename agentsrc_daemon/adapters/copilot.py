@@ -717,6 +717,17 @@ class CopilotAdapter:
     def initial_state(self, source_path: str) -> dict[str, Any]:
         return _fresh_state(source_path)
 
+    def record_kind(self, obj: Any, state: dict[str, Any]) -> tuple[str, str, bool]:
+        """(version, event type, ignored on purpose) of a line or document just read,
+        for the fidelity tally (an ``ephemeral`` event is ignored by definition)."""
+        version = _str(state.get("version")) or "unknown"
+        if not isinstance(obj, dict):
+            return version, "<not an object>", False
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            return version, "document" if "chatMessages" in obj else "<no type>", False
+        return version, kind, kind in IGNORED_TYPES or obj.get("ephemeral") is True
+
     def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:

@@ -745,6 +745,27 @@ class GeminiAdapter:
     def initial_state(self, source_path: str) -> dict[str, Any]:
         return _fresh_state(source_path)
 
+    def record_kind(self, obj: Any, state: dict[str, Any]) -> tuple[str, str, bool]:
+        """(version, record type, ignored on purpose) of a line or document just read,
+        for the fidelity tally: ``message/<type>``, ``$set``, ``$rewindTo``, the
+        metadata line, a whole conversation. Gemini CLI records no version: "unknown"."""
+        if not isinstance(obj, dict):
+            return VERSION, "<not an object>", False
+        if "$rewindTo" in obj:
+            return VERSION, "$rewindTo", False
+        if "$set" in obj:
+            return VERSION, "$set", False
+        if _str(obj.get("id")):
+            kind = obj.get("type")
+            name = kind if isinstance(kind, str) else "<no type>"
+            return VERSION, f"message/{name}", name in IGNORED_MESSAGE_TYPES
+        if isinstance(obj.get("messages"), list):
+            return VERSION, "conversation", False  # a .json document, or one on a line
+        if _str(obj.get("sessionId")):
+            return VERSION, "metadata", False
+        marks = sorted(k for k in obj if isinstance(k, str) and k.startswith("$"))
+        return VERSION, f"line/{marks[0]}" if marks else "<no type>", False
+
     def parse(
         self, obj: dict[str, Any], offset: int, source_path: str, state: dict[str, Any]
     ) -> list[Record]:

@@ -138,6 +138,20 @@ RULES = LineRules(
 class MuseAdapter:
     name = NAME
 
+    def record_kind(self, obj: Any, state: dict[str, Any]) -> tuple[str, str, bool]:
+        """(version, record type, ignored on purpose) of a line or document just read,
+        for the fidelity tally: the type, ``item/<item type>``."""
+        version = _str(state.get("version")) or "unknown"
+        if not isinstance(obj, dict):
+            return version, "<not an object>", False
+        record_type = obj.get("type")
+        if record_type == "item":
+            kind = _dict(obj.get("item")).get("type")
+            return version, f"item/{kind if isinstance(kind, str) else '?'}", False
+        if isinstance(record_type, str):
+            return version, record_type, False
+        return version, "document", False  # sessions.json
+
     def initial_state(self, source_path: str) -> dict[str, Any]:
         return {
             "session": None,  # native session id from the header

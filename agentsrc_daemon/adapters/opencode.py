@@ -202,6 +202,24 @@ def _session_dir(rec: LineContext) -> str | None:
 class OpenCodeAdapter:
     name = NAME
 
+    def record_kind(self, obj: Any, state: dict[str, Any]) -> tuple[str, str, bool]:
+        """(version, record type, ignored on purpose) of a JSON-tree document just read,
+        for the fidelity tally: ``session``, ``message/<role>``, ``part/<type>``; the
+        version is its session's, when known."""
+        if not isinstance(obj, dict):
+            return "unknown", "<not an object>", False
+        session = _str(obj.get("sessionID")) or _str(obj.get("id"))
+        known = _dict(_dict(state.get("sessions")).get(session)) if session else {}
+        version = _str(obj.get("version")) or _str(known.get("v")) or "unknown"
+        if isinstance(obj.get("role"), str):
+            return version, f"message/{obj['role']}", False
+        kind = obj.get("type")
+        if isinstance(kind, str) and "messageID" in obj:
+            return version, f"part/{kind}", kind in IGNORED_PART_TYPES
+        if _str(obj.get("id")) and ("title" in obj or "version" in obj):
+            return version, "session", False
+        return version, "document", False
+
     def initial_state(self, source_path: str) -> dict[str, Any]:
         return {
             "sessions": {},  # native id -> {"dir", "v" (version), "title" rank, "model"}

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import orjson
 import structlog
 
-from ..adapters import ADAPTERS, Adapter, row_reader, sidecar_reader
+from ..adapters import ADAPTERS, Adapter, record_kind, row_reader, sidecar_reader
 from ..cursor import SIDECAR_KEY, Cursor
 from ..events import (
     MAX_STORED_TEXT_CHARS,
@@ -44,6 +44,7 @@ from ..events import (
     TurnFacts,
 )
 from ..store import Batch, DocumentFacts, utc_now
+from ..store.batch import tally_record
 from ..store.cursors import CursorStore
 from . import fingerprint, sources, tail
 from .opencode_db import OpenCodeDB
@@ -344,7 +345,9 @@ class Ingestor:
                 records = adapter.parse(line.obj, line.offset, spec.path, cursor.state)
             except Exception as exc:
                 _count_adapter_error(cursor, exc, offset=line.offset)
+                _tally(batch, spec.adapter, adapter, line.obj, cursor.state, None)
                 return
+            _tally(batch, spec.adapter, adapter, line.obj, cursor.state, records)
             prefix = f"{spec.path}@{line.offset}."
             for rec in records:
                 if isinstance(rec, SessionFacts) and rec.title:
@@ -479,7 +482,9 @@ class Ingestor:
             records = adapter.parse_document(obj, spec.path, cursor.state)
         except Exception as exc:
             _count_adapter_error(cursor, exc)
+            _tally(batch, spec.adapter, adapter, obj, cursor.state, None)
             return rnd
+        _tally(batch, spec.adapter, adapter, obj, cursor.state, records)
         produced: list[Event] = []
         sessions_seen: set[str] = set()
         for rec in records:
@@ -569,7 +574,9 @@ class Ingestor:
         produced: list[Event] = []
         sessions_seen: set[str] = set()
         for page in result.pages:
-            for rec in reader.parse_rows(page.table, page.rows, path, adapter_state):
+            records = reader.parse_rows(page.table, page.rows, path, adapter_state)
+            _tally_rows(batch, spec.adapter, page.table, len(page.rows), adapter_state, records)
+            for rec in records:
                 self._route(rec, path, "\0", 0, produced, sessions_seen, batch)
         self._finish(produced, sessions_seen, path, batch)
         cursor.state = {ADAPTER_STATE: adapter_state, READER_CURSOR: result.cursor}
@@ -630,6 +637,53 @@ def _sidecar_title(cursor: Cursor) -> list[Record]:
     if not (isinstance(title, str) and title and isinstance(session, list) and len(session) == 2):
         return []
     return [SessionFacts(str(session[0]), cursor.adapter, str(session[1]), title=title)]
+
+
+# store/batch.py's OUTCOMES, by index.
+EVENTS, IGNORED, FOLDED, NOT_UNDERSTOOD = range(4)
+
+
+def _tally(
+    batch: Batch,
+    name: str,
+    adapter: Adapter,
+    obj: Any,
+    state: dict[str, Any] | None,
+    records: list[Record] | None,
+) -> None:
+    """Count a record read in the batch's fidelity tally by what became of it: not
+    understood (the adapter reported drift, or failed: ``records`` None), events, ignored
+    on purpose (its type is on the adapter's lists), else folded (read into the file's
+    state or the session's facts, or a twin already counted)."""
+    version, record_type, ignored = record_kind(adapter, obj, state)
+    if records is None:
+        outcome = NOT_UNDERSTOOD
+    else:
+        outcome = IGNORED if ignored else FOLDED
+        for rec in records:  # one pass, run for every line read
+            kind = type(rec)
+            if kind is Drift:
+                outcome = NOT_UNDERSTOOD
+                break
+            if kind is Event:
+                outcome = EVENTS
+    tally_record(batch.fidelity, name, version, record_type, outcome)
+
+
+def _tally_rows(
+    batch: Batch, name: str, table: str, rows: int, state: dict[str, Any], records: list[Record]
+) -> None:
+    """A database page of ``rows`` rows of ``table``, counted as records ``row/<table>``:
+    as many not understood as the page reported drift, the rest events when the page
+    gave any, else folded (a page's records are not told apart by row)."""
+    version = state.get("version")
+    key = (name, version if isinstance(version, str) and version else "unknown", f"row/{table}")
+    drift = sum(1 for r in records if type(r) is Drift)
+    rest = EVENTS if any(type(r) is Event for r in records) else FOLDED
+    for _ in range(min(drift, rows)):
+        tally_record(batch.fidelity, *key, NOT_UNDERSTOOD)
+    for _ in range(rows - min(drift, rows)):
+        tally_record(batch.fidelity, *key, rest)
 
 
 def _count_adapter_error(cursor: Cursor, exc: Exception, offset: int | None = None) -> None:
