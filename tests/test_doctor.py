@@ -173,6 +173,7 @@ def test_all_good(setup: Setup) -> None:
         "database size",
         "disk",
         "largest sessions",
+        "fidelity",
         "daemon",
         "web page",
     ]
@@ -190,6 +191,7 @@ def test_all_good(setup: Setup) -> None:
     assert by_name["disk"].detail == (
         f"40.0 GiB free of 100.0 GiB (40.0%) on the filesystem of {setup.cfg.data_dir}"
     )
+    assert by_name["fidelity"].detail == "no records read yet"  # a store from before schema 19
     assert by_name["largest sessions"].detail == (
         "5 of 7 by records: "
         "muse:c 60 (20 prompts, 20 messages, 20 tool calls, 5 tokens); "
@@ -606,6 +608,36 @@ def test_largest_sessions_of_an_empty_or_older_store(setup: Setup) -> None:
     check = setup.by_name()["largest sessions"]
     assert check.ok and check.warning
     assert check.detail == "cannot read the sessions: SQLError: no such table: sessions"
+
+
+def test_fidelity_warns_of_a_version_whose_records_are_not_understood(setup: Setup) -> None:
+    conn = apsw.Connection(str(setup.cfg.db_path))
+    conn.execute(
+        "CREATE TABLE fidelity (adapter TEXT, version TEXT, record_type TEXT, read INTEGER,"
+        " events INTEGER, ignored INTEGER, folded INTEGER, not_understood INTEGER,"
+        " last_seen TEXT, PRIMARY KEY (adapter, version, record_type)) WITHOUT ROWID"
+    )
+    rows = [
+        ("codex", "0.153.4", "response_item/message", 990, 900, 0, 90, 0),
+        ("codex", "0.153.4", "event_msg/item_completed/TeleportItem", 10, 0, 0, 0, 10),
+        ("codex", "0.160.0", "response_item/message", 100, 98, 0, 0, 0),
+        ("codex", "0.160.0", "event_msg/item_completed/HologramItem", 2, 0, 0, 0, 2),
+        ("claude-code", "2.2.4", "assistant", 1000, 1000, 0, 0, 0),
+    ]
+    conn.executemany("INSERT INTO fidelity VALUES (?,?,?,?,?,?,?,?,NULL)", rows)
+    conn.close()
+    check = setup.by_name()["fidelity"]
+    # 0.153.4: 10 of 1,000 (1.0%, not past 1%); 0.160.0: 2 of 102 (2.0%).
+    assert check.ok and check.warning
+    assert check.detail == (
+        "codex 0.160.0: 2.0% of 102 records not understood (event_msg/item_completed/HologramItem x2)"
+    )
+    conn = apsw.Connection(str(setup.cfg.db_path))
+    conn.execute("DELETE FROM fidelity WHERE version = '0.160.0'")
+    conn.close()
+    check = setup.by_name()["fidelity"]
+    assert check.ok and not check.warning
+    assert check.detail == "1,990 of 2,000 records read understood (2 agent versions)"
 
 
 @pytest.mark.slow

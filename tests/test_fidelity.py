@@ -2,7 +2,8 @@
 per adapter, agent version and record type, by what became of it (events, ignored on
 purpose, folded, not understood); on the fixtures of the July–October 2026 formats and
 the corpus no record is not understood, every record type issue 26 names among them.
-Through the real ingest path into a real store (store/queries/fidelity.py reads it)."""
+Through the real ingest path into a real store (store/queries/fidelity.py reads it),
+then over the socket (``status``, ``fidelity``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from agentsrc_daemon.adapters import ADAPTERS, NamesRecords, record_kind
 from agentsrc_daemon.ingest import sources
@@ -20,7 +22,7 @@ from agentsrc_daemon.store.batch import OUTCOMES, tally_record
 from agentsrc_daemon.store.queries import fidelity
 
 from corpus import copy_read_corpus
-from harness import copy_tree
+from harness import DaemonFactory, copy_tree
 
 FIXTURE_HOME = Path(__file__).resolve().parent / "fixtures" / "formats" / "home"
 ROOTS = {
@@ -272,3 +274,18 @@ def test_a_record_not_understood_is_counted_and_warned_of(tmp_path: Path) -> Non
     assert v["not_understood_share"] == 0.25
     assert v["not_understood_types"] == [["event_msg/item_completed/TeleportItem", 1]]
     assert fidelity.warnings([v]) == [v]
+
+
+@pytest.mark.slow
+def test_status_and_the_socket_method(tmp_path: Path, daemon_factory: DaemonFactory) -> None:
+    home = tmp_path / "home"
+    copy_tree(FIXTURE_HOME, home)
+    d = daemon_factory(home).start()
+    d.wait_live()
+    versions = d.call("status")["fidelity"]
+    assert versions and all(v["not_understood"] == 0 for v in versions)
+    assert sum(v["read"] for v in versions) == sum(lines_read(home).values())
+    answer = d.call("fidelity", {"adapter": "gemini"})
+    assert {r["adapter"] for r in answer["rows"]} == {"gemini"}
+    assert [v["version"] for v in answer["versions"]] == ["unknown"]
+    assert {r["record_type"] for r in answer["rows"]} >= NAMED["gemini"]

@@ -120,6 +120,9 @@ class StatusBoard:
             "progress": self.progress.as_dict(pending_bytes),
             "skipped": reader.skipped_totals(),
             "drift": reader.drift(),
+            # Per adapter and agent version: what became of the records read, the share
+            # not understood (the ``fidelity`` method has them per record type).
+            "fidelity": reader.fidelity_summary(),
             "subscribers": self.hub.count(),
             "roots": {
                 # None until the watcher has looked at the root (during start-up).

@@ -16,6 +16,7 @@ import orjson
 from ..errors import RpcError
 from ..events import AGENTS, EVENT_KINDS
 from ..store import Reader
+from ..store.queries.fidelity import summary as fidelity_summary
 from ..store.ranked import Cut
 from ..store.search import TITLE_KIND, QuerySyntaxError
 from .transport import INVALID_PARAMS, Handler, Subscription
@@ -316,6 +317,13 @@ def sources_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     return {"sources": reader.sources(_str_param(params, "path_like"))}
 
 
+def fidelity(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    """What became of the records read: per adapter, version and record type (``rows``),
+    and per adapter and version with the share not understood (``versions``)."""
+    rows = reader.fidelity(_str_param(params, "adapter"), _str_param(params, "version"))
+    return {"rows": rows, "versions": fidelity_summary(rows)}
+
+
 def subscribe_params(reader: Reader, params: dict[str, Any]) -> Subscription:
     """subscribe's params, checked as events.list checks the same ones (an unknown kind
     is refused alike). The session is not resolved: a subscriber may wait for a session
@@ -521,6 +529,7 @@ def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handl
         "sessions.get": sessions_get,
         "events.list": events_list,
         "sources.list": sources_list,
+        "fidelity": fidelity,
         "files.reads": _file_events("read"),
         "files.edits": _file_events("edit"),
         "commands.list": commands_list,

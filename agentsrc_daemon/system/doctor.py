@@ -32,6 +32,7 @@ from agentsrc_daemon.config import ROOTS, Config
 from agentsrc_daemon.errors import ServiceError
 from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.store import health
+from agentsrc_daemon.store.queries import fidelity
 from agentsrc_daemon.system.check import Check
 from agentsrc_daemon.system.service import (
     ServiceStatus,
@@ -423,6 +424,37 @@ def check_largest_sessions(cfg: Config, limit: int = LARGEST_SESSIONS) -> Check 
     return Check("largest sessions", True, f"{len(rows)} of {total:,} by records: {top}")
 
 
+def check_fidelity(cfg: Config) -> Check | None:
+    """How faithfully the agents' records were read (store/queries/fidelity.py): a
+    warning naming each agent version whose records are not understood past
+    WARN_SHARE, with its record types (its format changed under the adapter)."""
+    db = cfg.db_path
+    if not db.is_file():
+        return None
+    try:
+        rows = health.fidelity(db, QUICK_CHECK_BUSY_MS)
+    except apsw.Error as exc:
+        return Check("fidelity", True, f"cannot read the fidelity table: {type(exc).__name__}:"
+                     f" {_one_line(str(exc))}", warning=True)
+    versions = fidelity.summary(rows)
+    read = sum(v["read"] for v in versions)
+    if not read:
+        return Check("fidelity", True, "no records read yet")
+    bad = fidelity.warnings(versions)
+    if not bad:
+        understood = read - sum(v["not_understood"] for v in versions)
+        return Check("fidelity", True, f"{understood:,} of {read:,} records read understood"
+                     f" ({len(versions)} agent versions)")
+    parts = []
+    for v in bad:
+        types = ", ".join(f"{t} x{n:,}" for t, n in v["not_understood_types"][:5])
+        parts.append(f"{v['adapter']} {v['version']}: {v['not_understood_share']:.1%} of"
+                     f" {v['read']:,} records not understood ({types})")
+    return Check("fidelity", True, "; ".join(parts),
+                 "a newer agentsrc may read this version; `agentsrc status --json` lists"
+                 " the record types (fidelity, drift)", warning=True)
+
+
 # --- the daemon itself ---------------------------------------------------------------
 
 
@@ -563,6 +595,9 @@ def run_checks(
     largest = check_largest_sessions(cfg)
     if largest is not None:
         checks.append(largest)
+    faithful = check_fidelity(cfg)
+    if faithful is not None:
+        checks.append(faithful)
     checks.append(check_daemon(cfg, ask_daemon))
     checks.extend(check_sink(cfg, ask_daemon))
     from .web_service import check_web  # it builds on this module's Check
