@@ -289,3 +289,22 @@ def test_status_and_the_socket_method(tmp_path: Path, daemon_factory: DaemonFact
     assert {r["adapter"] for r in answer["rows"]} == {"gemini"}
     assert [v["version"] for v in answer["versions"]] == ["unknown"]
     assert {r["record_type"] for r in answer["rows"]} >= NAMED["gemini"]
+
+
+def test_status_says_which_versions_are_not_understood() -> None:
+    from agentsrc_daemon.cli.render import status_lines
+
+    rows = [
+        {"adapter": "codex", "version": "0.170.0", "record_type": "event_msg/item_completed/TeleportItem",
+         "read": 1, "events": 0, "ignored": 0, "folded": 0, "not_understood": 1},
+        {"adapter": "codex", "version": "0.170.0", "record_type": "session_meta",
+         "read": 3, "events": 0, "ignored": 0, "folded": 3, "not_understood": 0},
+        {"adapter": "claude-code", "version": "2.2.4", "record_type": "assistant",
+         "read": 9, "events": 9, "ignored": 0, "folded": 0, "not_understood": 0},
+    ]
+    st = {"state": "live", "files": 2, "sessions": 2, "events": 9, "pending_bytes": 0,
+          "fidelity": fidelity.summary(rows), "drift": []}
+    assert [line for line in status_lines(st) if line.startswith("fidelity:")] == [
+        "fidelity:  codex 0.170.0 25.0% of 4 records not understood"
+        " (event_msg/item_completed/TeleportItem x1)"
+    ]

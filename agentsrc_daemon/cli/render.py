@@ -111,6 +111,13 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         lines.append(
             "skipped:   " + ", ".join(f"{k}={v}" for k, v in sorted(st["skipped"].items()))
         )
+    for v in st.get("fidelity", []):
+        if v.get("not_understood"):
+            types = ", ".join(f"{t} x{n}" for t, n in v.get("not_understood_types", [])[:3])
+            lines.append(
+                f"fidelity:  {v['adapter']} {v['version']} {v['not_understood_share']:.1%} of"
+                f" {v['read']} records not understood ({types})"
+            )
     for d in st.get("drift", [])[:10]:
         lines.append(f"drift:     {d['adapter']} {d['version']} {d['record_type']} x{d['count']}")
     return lines
