@@ -48,9 +48,12 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .pricing.overrides import Overrides
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 SOCKET_NAME = "agentsrc.sock"
@@ -224,6 +227,8 @@ class Tuning:
     search_merge_pages: int | None = None
     # AGENTSRC_MIGRATE_CHUNK: events per chunk of a chunked migration (store).
     migrate_chunk_ids: int | None = None
+    # AGENTSRC_REPRICE_CHUNK: usage events per step of a re-price (ingest/committer.py).
+    reprice_chunk: int | None = None
     # AGENTSRC_CHECKPOINT_THREAD=0: WAL checkpoints on the ingest thread only.
     checkpoint_thread: bool = True
     # AGENTSRC_GC_FREEZE=0: the heap is not frozen once live (system/memory.py).
@@ -259,6 +264,7 @@ def tuning_from(env: Mapping[str, str]) -> Tuning:
         search_index=_switch(env, "AGENTSRC_SEARCH_INDEX"),
         search_merge_pages=_count(env, "AGENTSRC_SEARCH_MERGE_PAGES") or None,
         migrate_chunk_ids=_count(env, "AGENTSRC_MIGRATE_CHUNK") or None,
+        reprice_chunk=_count(env, "AGENTSRC_REPRICE_CHUNK") or None,
         checkpoint_thread=_switch(env, "AGENTSRC_CHECKPOINT_THREAD"),
         gc_freeze=_switch(env, "AGENTSRC_GC_FREEZE"),
         profile_start=Path(profile) if profile else None,
@@ -301,6 +307,9 @@ class Config:
     scan: ScanConfig = field(default_factory=ScanConfig)
     sink: SinkConfig | None = None
     tuning: Tuning = field(default_factory=Tuning)
+    # [prices]: a model's own rates and aliases (pricing/overrides.py); None: none.
+    # Parsed only when the file has the table: the CLI's fast path imports nothing more.
+    prices: Overrides | None = None
 
     @property
     def db_path(self) -> Path:
@@ -548,6 +557,10 @@ def load_config(
         sink=_sink_config(doc, env, home),
         tuning=tuning_from(env),
     )
+    if "prices" in doc:
+        from .pricing.overrides import parse as parse_prices
+
+        cfg.prices = parse_prices(doc["prices"])
     try:
         if "reconcile_interval" in daemon:
             cfg.reconcile_interval = float(daemon["reconcile_interval"])

@@ -129,6 +129,10 @@ class Event:
     contents: list[tuple[str, str]] = field(default_factory=list)
     spill_path: str | None = None  # Claude <persisted-output> file this result spilled into
     cwd: str | None = None  # effective working directory at this event, for path resolution
+    # A usage event's cost, set by the ingest's pricing stage (pricing/stage.py): (nano-
+    # dollars shown, kind, our estimate in nano-dollars, unpriced tokens). Stored beside
+    # the event (usage_costs), never in its data.
+    cost: tuple[int | None, str, int | None, int] | None = None
 
 
 def derived_event(source: Event, kind: str, key: str, data: dict[str, Any]) -> Event:

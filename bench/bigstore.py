@@ -67,18 +67,20 @@ from agentsrc_daemon.ingest import sources
 from agentsrc_daemon.ingest.fingerprint import content_hash
 from agentsrc_daemon.ingest.round import SIDECAR_KEY, Ingestor
 from agentsrc_daemon.ingest.stages import build_stages
+from agentsrc_daemon.pricing.stage import PriceStage
 from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.store import Batch, Store, packing, utc_now
 from agentsrc_daemon.store.batch import Row, prepare
 from agentsrc_daemon.store.connection import compact
 from agentsrc_daemon.store.migrations.versions import SCHEMA_VERSION
+from agentsrc_daemon.system.price_table import ensure_table, table_path
 
 # bench/ is this script's own directory (on the path)
 from replicate import _SPLIT, CorpusFile, _render, _substitute, copy_rel, load_corpus, write_copy  # noqa: E501
 
 # Bump when what the generator builds changes: a cached build of another version is
 # not reused.
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5  # 5: the requests priced (usage_costs) and prices.json in the data dir
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("AGENTSRC_CORPUS", REPO.parent / "shared" / "corpus" / "home"))
@@ -291,10 +293,15 @@ class _Copy:
 
 
 def _ingest_copy0(cfg: Config, store: Store) -> list[_FileCapture]:
-    """Copy 0 through the daemon's ingest path, file by file, each committed."""
+    """Copy 0 through the daemon's ingest path, file by file, each committed: priced as
+    the daemon prices (the table it would export into the data dir, no overrides), the
+    store told the prices' fingerprint, so the daemon started on the build has nothing
+    to price again."""
     derive, scan, project_root_for, _ = build_stages(cfg)
+    price = PriceStage(ensure_table(table_path(cfg)), cfg.prices)
+    store.pricing(price.fingerprint, price.cost_of, at_start=True)
     ingestor = Ingestor(max_line_bytes=cfg.max_line_bytes, derive=derive, scan=scan,
-                        project_root_for=project_root_for)
+                        project_root_for=project_root_for, price=price)
     ingestor.cursors = store.cursors.load()
     roots, extra = cfg.roots(), cfg.extra_sources()
     captured = []
@@ -354,7 +361,7 @@ def _copy_batch(captured: list[_FileCapture], cp: _Copy, kept: set[str], roots: 
                 kh, str(cp.s(r.session_id)), r.kind, r.ts, cp.s(r.turn_id), r.tool, cp.s(r.call_id),
                 cp.s(r.subagent_id), r.adapter, r.offset, cp.path(r.path) if r.path else None,
                 data, r.revision, r.claim, r.claim_since, cp.s(r.holder), packing.pack(data),
-                cp.path(r.source_path),
+                cp.path(r.source_path), r.cost,  # the same request at the same time
             ))
         out.sessions += [cp.record(f) for f in b.sessions]
         out.turns += [cp.record(t) for t in b.turns]

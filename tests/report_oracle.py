@@ -8,16 +8,21 @@ from typing import Any
 
 import apsw
 
-from agentsrc_daemon.store.vocabulary import USAGE_FIELDS
+from agentsrc_daemon.store.costs import cost_json
+from agentsrc_daemon.store.vocabulary import COST_FIELDS, USAGE_FIELDS
 from agentsrc_daemon.store.where import Where
 
 
 def _usage_bucket(label: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {**(label or {}), "sessions": set(), "responses": 0, **dict.fromkeys(USAGE_FIELDS, 0)}
+    return {**(label or {}), "sessions": set(), "responses": 0, **dict.fromkeys(USAGE_FIELDS, 0),
+            **dict.fromkeys(COST_FIELDS, 0)}
 
 
-def _usage_row(bucket: dict[str, Any]) -> dict[str, Any]:
-    return {**bucket, "sessions": len(bucket["sessions"])}
+def _usage_row(bucket: dict[str, Any], model_known: bool | None = None) -> dict[str, Any]:
+    row = {k: v for k, v in bucket.items() if k not in COST_FIELDS}
+    row["sessions"] = len(bucket["sessions"])
+    row["cost"] = cost_json(bucket, bucket["responses"], model_known)
+    return row
 
 
 def findings_report(conn: apsw.Connection, *, since_ts: str | None = None) -> dict[str, Any]:
@@ -111,12 +116,19 @@ def usage_summary(
     sums = ", ".join(
         f"SUM(COALESCE(json_extract(e.data, '$.{f}'), 0))" for f in USAGE_FIELDS
     )
+    # Each request's cost as stored (usage_costs); one not priced yet counts as
+    # unpriced with its total tokens.
+    costs = (
+        "SUM(COALESCE(c.nusd, 0)), SUM(COALESCE(c.est_nusd, 0)),"
+        " SUM(CASE WHEN c.event_id IS NULL THEN COALESCE(json_extract(e.data, '$.total_tokens'), 0)"
+        " ELSE c.unpriced_tokens END), SUM(c.kind IS 'estimated'), SUM(c.kind IS 'reported')"
+    )
     sql = (
         "SELECT COALESCE(json_extract(e.data, '$.model'), ss.model),"
         " COALESCE(ss.project_root, ss.cwd), substr(e.ts, 1, 10), e.adapter, e.session_id,"
-        f" COUNT(*), {sums}"
+        f" COUNT(*), {sums}, {costs}"
         " FROM events e LEFT JOIN sessions ss ON ss.id = e.session_id"
-        f"{where.sql()} GROUP BY 1, 2, 3, 4, 5"
+        f" LEFT JOIN usage_costs c ON c.event_id = e.id{where.sql()} GROUP BY 1, 2, 3, 4, 5"
     )
     keys = ("model", "project", "day", "agent")
     groups: dict[str, dict[Any, dict[str, Any]]] = {k: {} for k in keys}
@@ -130,11 +142,12 @@ def usage_summary(
             ]:
                 bucket["sessions"].add(sid)
                 bucket["responses"] += responses
-                for f, n in zip(USAGE_FIELDS, counts, strict=True):
+                for f, n in zip((*USAGE_FIELDS, *COST_FIELDS), counts, strict=True):
                     bucket[f] += n
 
     def rows(key: str) -> list[dict[str, Any]]:
-        out = [_usage_row(b) for b in groups[key].values()]
+        out = [_usage_row(b, b[key] is not None if key == "model" else None)
+               for b in groups[key].values()]
         if key == "day":  # newest day first; others by tokens, most first
             return sorted(out, key=lambda r: r["day"] or "", reverse=True)
         return sorted(out, key=lambda r: (-r["total_tokens"], r[key] or ""))

@@ -24,7 +24,7 @@ from agentsrc_daemon.store.connection import connect
 from agentsrc_daemon.store.migrations.chunked import FILL_AGGREGATES, FILL_USAGE_GROUPS
 from agentsrc_daemon.store.migrations.runner import run_migration
 from agentsrc_daemon.store.migrations.versions import MIGRATIONS
-from agentsrc_daemon.store.vocabulary import USAGE_FIELDS
+from agentsrc_daemon.store.vocabulary import COST_FIELDS, USAGE_FIELDS
 
 from bigstore import BigStore, build
 from corpus import corpus_home
@@ -66,15 +66,22 @@ def assert_reports_match(reader: Reader, findings_since: list[str | None],
         assert _normal(got) == _normal(report_oracle.usage_summary(reader.conn, **f)), f
 
 
-def agg_rows(conn: apsw.Connection, tables: tuple[str, ...] = AGG_TABLES + GROUP_TABLES
-             ) -> dict[str, list[tuple[Any, ...]]]:
-    return {t: sorted(conn.execute(f"SELECT * FROM {t}"), key=repr) for t in tables}
+def agg_rows(conn: apsw.Connection, tables: tuple[str, ...] = AGG_TABLES + GROUP_TABLES,
+             costs: bool = True) -> dict[str, list[tuple[Any, ...]]]:
+    """The aggregates' rows; without the costs' columns (schema 19) when ``costs`` is
+    False: what the 10 -> 11 and 11 -> 12 fills made."""
+    def columns(t: str) -> str:
+        names = [r[1] for r in conn.execute(f"PRAGMA table_info('{t}')")]
+        return ", ".join(n for n in names if costs or n not in COST_FIELDS)
+    return {t: sorted(conn.execute(f"SELECT {columns(t)} FROM {t}"), key=repr) for t in tables}
 
 
 def refilled(db: Path, tmp: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """The aggregates the migrations' fills compute from the events of a copy of ``db``:
-    the 10 -> 11 fill (the groupings following by their triggers), then the 11 -> 12
-    fill of the groupings from agg_usage alone, which must give the same rows."""
+    """The aggregates computed afresh from the events (and their costs) of a copy of
+    ``db`` by the writer's statements over every id (the groupings following by their
+    triggers), then the groupings computed again from agg_usage alone, which must give
+    the same rows. (The 10 -> 11 and 11 -> 12 fills are these statements as they were
+    before schema 19's costs: tests/test_migrations.py runs them.)"""
     copy = tmp / "refill.db"
     src = connect(db, readonly=True)
     dst = connect(copy)
@@ -85,11 +92,11 @@ def refilled(db: Path, tmp: Path) -> dict[str, list[tuple[Any, ...]]]:
         for t in AGG_TABLES + GROUP_TABLES:
             dst.execute(f"DELETE FROM {t}")
         assert agg_rows(dst, GROUP_TABLES) == {t: [] for t in GROUP_TABLES}
-        aggregates.fill_step(dst, 0, 1 << 62)
+        aggregates.add_range(dst, 0, None)
     try:
         by_triggers = agg_rows(dst)
         with dst:
-            usage_groups.fill_step(dst, 0, 1)
+            usage_groups.refill(dst)
         assert agg_rows(dst) == by_triggers
         return by_triggers
     finally:
@@ -246,7 +253,7 @@ def test_the_migration_fills_the_aggregates_in_chunks(corpus_store: BigStore, tm
     once (a chunk fails): resumed, it holds what the writer maintained."""
     db = tmp_path / "s10.db"
     src = connect(corpus_store.db_path, readonly=True)
-    want = agg_rows(src, AGG_TABLES)
+    want = agg_rows(src, AGG_TABLES, costs=False)
     src.close()
     version = MIGRATIONS.named(FILL_AGGREGATES.name).version - 1
     schema_copy(corpus_store.db_path, db, version)
@@ -278,7 +285,7 @@ def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: 
     and keeps it through a commit after."""
     db = tmp_path / "s11.db"
     src = connect(corpus_store.db_path, readonly=True)
-    want = agg_rows(src)
+    want = agg_rows(src, costs=False)
     version = MIGRATIONS.named(FILL_USAGE_GROUPS.name).version - 1
     schema_copy(corpus_store.db_path, db, version)
     conn = connect(db)
@@ -319,9 +326,14 @@ def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: 
     try:
         got = reader.usage_summary()
         assert _normal(got) == _normal(report_oracle.usage_summary(reader.conn))
+        # Schema 19 came with the Store: nothing is priced yet (no prices were given to
+        # the store), and every request counts as unpriced with its tokens.
         assert [r for r in got["by_model"] if r["model"] == "m-new"] == [
             {"model": "m-new", "sessions": 1, "responses": 1, "input_tokens": 7, "output_tokens": 0,
-             "cache_read_tokens": 0, "cache_creation_tokens": 0, "reasoning_tokens": 0, "total_tokens": 9}]
+             "cache_read_tokens": 0, "cache_creation_tokens": 0, "reasoning_tokens": 0, "total_tokens": 9,
+             "cost": {"usd": None, "kind": "unpriced", "unpriced_tokens": 9,
+                      "reason": "model not in the price table"}}]
+        assert got["totals"]["cost"]["unpriced_tokens"] == got["totals"]["total_tokens"]
         assert got["totals"]["sessions"] == sessions + 1
     finally:
         reader.close()

@@ -1,4 +1,4 @@
-"""Ingest of one source: tail -> adapter -> derive -> scan -> a Batch for the store.
+"""Ingest of one source: tail -> adapter -> derive -> scan -> price -> a Batch for the store.
 
 This is the glue between the pure stages (adapters, derivation, scanning) and the
 readers. It holds the in-memory cursors; the daemon commits each Batch (events and the
@@ -140,6 +140,8 @@ class Ingestor:
     derive: DeriveStage | None = None
     scan: ScanStage | None = None
     project_root_for: Callable[[str], str] | None = None
+    # The pricing stage (pricing/stage.py): a usage event's cost set on it.
+    price: Callable[[Event], None] | None = None
     cursors: dict[str, Cursor] = field(default_factory=dict)
     defer_big_lines: bool = False  # set while a backfill worker runs (see ingest/workers.py)
     adapters: Mapping[str, Adapter] = field(default_factory=lambda: ADAPTERS)
@@ -430,7 +432,10 @@ class Ingestor:
                 ev.data["text_truncated"] = True
         if produced and self.scan is not None:
             produced.extend(self.scan.process(produced))
+        price = self.price
         for ev in produced:
+            if price is not None:
+                price(ev)
             # Derivation and scanning are done: drop what must never be stored, now,
             # rather than holding full tool outputs until the batch commits.
             ev.input = None

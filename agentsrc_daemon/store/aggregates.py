@@ -26,7 +26,7 @@ from __future__ import annotations
 import apsw
 
 from ..events import READ, SECRET, SENSITIVE_READ, USAGE
-from .vocabulary import USAGE_FIELDS
+from .vocabulary import COST_COLUMNS, COST_FIELDS, USAGE_FIELDS
 
 NONE = "X''"
 
@@ -47,7 +47,13 @@ REPORT_DAY_INDEX = (
 
 _SUM_COLUMNS = ", ".join(f"{f} INTEGER NOT NULL" for f in USAGE_FIELDS)
 
-TABLES = f"""
+
+def _tables(costs: bool) -> str:
+    """The aggregates' tables: as the 10 -> 11 migration made them (``costs`` False),
+    or with the requests' costs (schema 19: the columns after the token sums, where
+    ``ALTER TABLE ... ADD COLUMN`` puts them)."""
+    cost_columns = f"\n    {COST_COLUMNS}," if costs else ""
+    return f"""
 CREATE TABLE IF NOT EXISTS agg_usage (
     session_id TEXT NOT NULL,
     model NOT NULL,        -- the event's own model (json), NONE: its session's
@@ -55,7 +61,7 @@ CREATE TABLE IF NOT EXISTS agg_usage (
     adapter TEXT NOT NULL,
     project NOT NULL,      -- the event's own project_root (json)
     responses INTEGER NOT NULL,
-    {_SUM_COLUMNS},
+    {_SUM_COLUMNS},{cost_columns}
     PRIMARY KEY (session_id, model, day, adapter, project)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS agg_usage_empty ON agg_usage(responses) WHERE responses <= 0;
@@ -116,6 +122,11 @@ CREATE INDEX IF NOT EXISTS agg_external_reads_empty ON agg_external_reads(n) WHE
 CREATE INDEX IF NOT EXISTS sessions_report ON sessions(id, agent, model, project_root, cwd);
 """
 
+
+TABLES = _tables(costs=True)
+# Schema 19: the costs' columns of agg_usage (zero until the re-price fills them).
+ADD_COSTS = "".join(f"ALTER TABLE agg_usage ADD COLUMN {c}; " for c in COST_COLUMNS.split(", "))
+
 # The JSON fields of a usage event, extracted in one call (one unpack of the stored data
 # per row, not one per field): '$[i]' of the array is the value json_extract gives for
 # the field alone.
@@ -127,23 +138,55 @@ USAGE_PROJECT = "json_extract(j, '$[1]')"
 USAGE_SUM_TERMS = [
     f"SUM(COALESCE(json_extract(j, '$[{i + 2}]'), 0))" for i in range(len(USAGE_FIELDS))
 ]
+# A usage event's cost (usage_costs, schema 19), beside its JSON: the event aliased
+# ``e``, its cost ``c`` (none while the event waits to be priced: a migrated store's
+# history, until the re-price reaches it).
+COST_JOIN = "LEFT JOIN usage_costs c ON c.event_id = e.id"
+COST_SELECT = "c.event_id cid, c.nusd, c.kind ck, c.est_nusd, c.unpriced_tokens ut"
+# The sums of COST_FIELDS over rows with COST_SELECT's columns and ``j``: a request not
+# priced yet counts as unpriced, with its total tokens.
+COST_SUM_TERMS = [
+    "SUM(COALESCE(nusd, 0))",
+    "SUM(COALESCE(est_nusd, 0))",
+    "SUM(CASE WHEN cid IS NULL THEN COALESCE(json_extract(j, '$[{total}]'), 0) ELSE ut END)".format(
+        total=2 + USAGE_FIELDS.index("total_tokens")),
+    "SUM(ck IS 'estimated')",
+    "SUM(ck IS 'reported')",
+]
 SECRET_JSON = "json_extract(data, '$.type', '$.hash')"
 SECRET_TYPE = "json_extract(j, '$[0]')"
 SECRET_HASH = "json_extract(j, '$[1]')"
 
 _RANGE = "id > :lo AND id <= :hi"
-_UPSERT_USAGE = (
-    f"WITH u AS MATERIALIZED (SELECT session_id, ts, adapter, {USAGE_JSON} j FROM events"
-    f" WHERE kind = 'usage' AND {_RANGE})"
-    f" INSERT INTO agg_usage(session_id, model, day, adapter, project, responses,"
-    f" {', '.join(USAGE_FIELDS)})"
-    f" SELECT session_id, IFNULL({USAGE_MODEL}, {NONE}), IFNULL(substr(ts, 1, 10), {NONE}),"
-    f" adapter, IFNULL({USAGE_PROJECT}, {NONE}), :sign * COUNT(*), "
-    + ", ".join(f":sign * {term}" for term in USAGE_SUM_TERMS)
-    + " FROM u WHERE true GROUP BY 1, 2, 3, 4, 5"
-    " ON CONFLICT DO UPDATE SET responses = responses + excluded.responses, "
-    + ", ".join(f"{f} = {f} + excluded.{f}" for f in USAGE_FIELDS)
-)
+
+
+def _upsert_usage(costs: bool) -> str:
+    """The usage events with ids in (lo, hi] added to agg_usage (``:sign`` -1: taken
+    back); with their costs from schema 19 on (``costs``)."""
+    fields = (*USAGE_FIELDS, *COST_FIELDS) if costs else USAGE_FIELDS
+    terms = [*USAGE_SUM_TERMS, *COST_SUM_TERMS] if costs else USAGE_SUM_TERMS
+    source = (
+        f"SELECT e.session_id, e.ts, e.adapter, {USAGE_JSON.replace('data', 'e.data')} j,"
+        f" {COST_SELECT} FROM events e {COST_JOIN} WHERE e.kind = 'usage'"
+        " AND e.id > :lo AND e.id <= :hi"
+        if costs else
+        f"SELECT session_id, ts, adapter, {USAGE_JSON} j FROM events"
+        f" WHERE kind = 'usage' AND {_RANGE}"
+    )
+    return (
+        f"WITH u AS MATERIALIZED ({source})"
+        f" INSERT INTO agg_usage(session_id, model, day, adapter, project, responses,"
+        f" {', '.join(fields)})"
+        f" SELECT session_id, IFNULL({USAGE_MODEL}, {NONE}), IFNULL(substr(ts, 1, 10), {NONE}),"
+        f" adapter, IFNULL({USAGE_PROJECT}, {NONE}), :sign * COUNT(*), "
+        + ", ".join(f":sign * {term}" for term in terms)
+        + " FROM u WHERE true GROUP BY 1, 2, 3, 4, 5"
+        " ON CONFLICT DO UPDATE SET responses = responses + excluded.responses, "
+        + ", ".join(f"{f} = {f} + excluded.{f}" for f in fields)
+    )
+
+
+_UPSERT_USAGE = _upsert_usage(costs=True)
 _SECRETS = (
     f"WITH f AS MATERIALIZED (SELECT session_id, ts, path, {SECRET_JSON} j FROM events"
     f" WHERE kind = 'secret' AND {_RANGE})"
@@ -197,6 +240,8 @@ _UPSERTS = {
     SENSITIVE_READ: (_UPSERT_SENSITIVE,),
     READ: (_UPSERT_EXTERNAL_READS,),
 }
+# As the 10 -> 11 migration's fill wrote them (no usage_costs before schema 19).
+_UPSERTS_11 = {**_UPSERTS, USAGE: (_upsert_usage(costs=False),)}
 # A sensitive read leaving its group (a claim moving it, or its time): the group's
 # latest time is found again among the others (a maximum cannot be taken back).
 _SENSITIVE_LATEST_AGAIN = (
@@ -222,12 +267,16 @@ _DROP_EMPTY = (
 
 
 def add_range(
-    conn: apsw.Connection, lo: int, hi: int | None, kinds: frozenset[str] = AGGREGATED_KINDS
+    conn: apsw.Connection,
+    lo: int,
+    hi: int | None,
+    kinds: frozenset[str] = AGGREGATED_KINDS,
+    upserts: dict[str, tuple[str, ...]] = _UPSERTS,
 ) -> None:
     """Add the events with ids in (lo, hi] (hi None: every id after lo) of ``kinds``."""
     bounds = {"lo": lo, "hi": hi if hi is not None else (1 << 63) - 1, "sign": 1}
     for kind in sorted(kinds & AGGREGATED_KINDS):
-        for sql in _UPSERTS[kind]:
+        for sql in upserts[kind]:
             conn.execute(sql, bounds)
 
 
@@ -249,8 +298,9 @@ def drop_empty(conn: apsw.Connection) -> None:
 
 
 def begin_fill(conn: apsw.Connection) -> None:
-    """The 10 -> 11 migration's first transaction (run again by a resumed one)."""
-    conn.execute(TABLES)
+    """The 10 -> 11 migration's first transaction (run again by a resumed one): the
+    tables as they were at 11 (schema 19 adds the costs' columns)."""
+    conn.execute(_tables(costs=False))
     conn.execute(REPORT_DAY_INDEX)
     conn.execute(
         "INSERT OR IGNORE INTO counters(name, value) SELECT 'aggregates_target',"
@@ -260,7 +310,7 @@ def begin_fill(conn: apsw.Connection) -> None:
 
 
 def fill_step(conn: apsw.Connection, after: int, upto: int) -> None:
-    add_range(conn, after, upto)
+    add_range(conn, after, upto, upserts=_UPSERTS_11)
 
 
 def finish_fill(conn: apsw.Connection) -> None:

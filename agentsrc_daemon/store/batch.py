@@ -59,6 +59,8 @@ class Row(NamedTuple):
     holder: str | None  # the session whose file holds it, when not session_id
     packed: bytes  # data as stored (store/packing.py)
     source_path: str  # the transcript the event came from
+    # A usage event's cost, priced at ingest (store/costs.CostRow); None: not priced.
+    cost: tuple[int | None, str, int | None, int] | None = None
 
     def bind(
         self, source_id: int, session_key: int, turn_key: int | None, adapter_key: int
@@ -170,7 +172,8 @@ def prepare(batch: Batch) -> None:
             Row(key_hash(ev.key), ev.session_id, ev.kind, ev.ts, ev.turn_id, ev.tool, ev.call_id,
                 ev.subagent_id, ev.adapter, ev.offset, path if isinstance(path, str) else None,
                 raw, ev.revision, ev.claim, ev.claim_since,
-                ev.holder if ev.holder != ev.session_id else None, pack(raw), ev.source_path)
+                ev.holder if ev.holder != ev.session_id else None, pack(raw), ev.source_path,
+                ev.cost)
         )
     batch.events = []
 

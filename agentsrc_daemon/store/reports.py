@@ -20,6 +20,9 @@ import orjson
 
 from . import usage_groups
 from .aggregates import (
+    COST_JOIN,
+    COST_SELECT,
+    COST_SUM_TERMS,
     NONE,
     REPORT_KINDS,
     SECRET_HASH,
@@ -30,7 +33,8 @@ from .aggregates import (
     USAGE_PROJECT,
     USAGE_SUM_TERMS,
 )
-from .vocabulary import USAGE_FIELDS
+from .costs import cost_json
+from .vocabulary import COST_FIELDS, USAGE_FIELDS
 
 
 @dataclass(slots=True)
@@ -60,12 +64,13 @@ class Span:
         return f" WHERE {' AND '.join(conditions)}" if conditions else ""
 
     def boundary_events(
-        self, kind: str, columns: str, more: tuple[str, Any] | None = None
+        self, kind: str, columns: str, more: tuple[str, Any] | None = None, join: str = ""
     ) -> tuple[str, list[Any]]:
         """A SELECT of ``columns`` over the events of ``kind`` on the boundary days that
         are in range (one SELECT per day, UNION ALL; ``more``: one more condition and its
-        value), and its values; empty without bounds. The caller makes it a MATERIALIZED
-        CTE: its JSON is unpacked once per event, not once per use."""
+        value; ``join``: a table joined to the events ``e``), and its values; empty
+        without bounds. The caller makes it a MATERIALIZED CTE: its JSON is unpacked once
+        per event, not once per use."""
         selects: list[str] = []
         args: list[Any] = []
         for day in self.boundary_days():
@@ -80,7 +85,8 @@ class Span:
             if more is not None:
                 conditions.append(more[0])
                 args.append(more[1])
-            selects.append(f"SELECT {columns} FROM events e WHERE {' AND '.join(conditions)}")
+            selects.append(
+                f"SELECT {columns} FROM events e {join} WHERE {' AND '.join(conditions)}")
         return " UNION ALL ".join(selects), args
 
 
@@ -183,53 +189,49 @@ def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, An
 
 
 _USAGE_GROUPS = ("model", "project", "day", "agent")
-def _sums(table: str) -> str:
-    return ", ".join(f"SUM({table}.{f})" for f in USAGE_FIELDS)
+# What a usage row sums: the token counts, then the costs (store/costs.py).
+SUMMED = (*USAGE_FIELDS, *COST_FIELDS)
 
 
-# Over 60 lines: the parts of one statement (the aggregate's rows in range, the
-# boundary days' rows, the scope) built in the order its SQL needs them, then run once
-# per grouping.
-def usage_summary(
+def sums_of(table: str) -> str:
+    return ", ".join(f"SUM({table}.{f})" for f in SUMMED)
+
+
+def usage_rows(
     conn: apsw.Connection,
     *,
     since_ts: str | None,
     until_ts: str | None,
     project: str | None,
     agent: str | None,
-) -> dict[str, Any]:
-    """Token counts of the usage events, in total and by model, project, day (UTC) and
-    agent, each with the number of sessions and model responses counted. A usage event
-    without a model counts under its session's model; its project is its session's
-    project root (else cwd).
-
-    One lean query per grouping over the aggregate's rows in range (a grouping of its
-    own reads the rows in the order it needs; one statement materializing them for all
-    five took twice as long at 10 million events). The boundary days' rows are computed
-    once and given to each query as JSON."""
-    if not (since_ts or until_ts or project or agent):  # an empty filter is none, as below
-        return _usage_answer(since_ts, until_ts, usage_groups.summary_rows(conn))
+) -> tuple[str, list[Any]]:
+    """``WITH usage_keys, src, per_session``: the usage aggregate's rows in range and
+    scope (``src``: session_id, model, day, adapter, eproj, responses and SUMMED), and
+    their sums per session (``per_session``), with the statement's values. The days
+    wholly in range come from agg_usage; the boundary days' rows are computed once
+    from their events (with their costs) and given as JSON."""
     span = Span(since_ts, until_ts)
     columns = (
         f"session_id, NULLIF(model, {NONE}) model, NULLIF(day, {NONE}) day, adapter,"
         f" NULLIF(project, {NONE}) eproj"
     )
-    width = 6 + len(USAGE_FIELDS)  # the columns, responses and the sums
+    width = 6 + len(SUMMED)  # the columns, responses and the sums
     x = (
-        f"SELECT {columns}, responses, {', '.join(USAGE_FIELDS)} FROM agg_usage"
+        f"SELECT {columns}, responses, {', '.join(SUMMED)} FROM agg_usage"
         f"{span.agg_where(*(['adapter = ?'] if agent else []))}"
     )
     x_args: list[Any] = [*span.agg_args, *([agent] if agent else [])]
     boundary, boundary_args = span.boundary_events(
         "usage",
-        f"e.session_id, e.ts, e.adapter, {USAGE_JSON.replace('data', 'e.data')} j",
+        f"e.session_id, e.ts, e.adapter, {USAGE_JSON.replace('data', 'e.data')} j, {COST_SELECT}",
         ("e.adapter = ?", agent) if agent else None,
+        COST_JOIN,
     )
     if boundary:
         rows = list(conn.execute(
             f"WITH b AS MATERIALIZED ({boundary}) SELECT session_id, {USAGE_MODEL},"
-            f" substr(ts, 1, 10), adapter, {USAGE_PROJECT}, COUNT(*), {', '.join(USAGE_SUM_TERMS)}"
-            " FROM b GROUP BY 1, 2, 3, 4, 5",
+            f" substr(ts, 1, 10), adapter, {USAGE_PROJECT}, COUNT(*),"
+            f" {', '.join([*USAGE_SUM_TERMS, *COST_SUM_TERMS])} FROM b GROUP BY 1, 2, 3, 4, 5",
             boundary_args,
         ))
         if rows:
@@ -249,41 +251,68 @@ def usage_summary(
     with_rows = (
         f"WITH usage_keys AS ({x}), src AS (SELECT * FROM usage_keys{scope}),"
         " per_session AS (SELECT session_id, SUM(responses) responses,"
-        f" {', '.join(f'SUM({f}) {f}' for f in USAGE_FIELDS)} FROM src GROUP BY session_id) "
+        f" {', '.join(f'SUM({f}) {f}' for f in SUMMED)} FROM src GROUP BY session_id) "
     )
+    return with_rows, x_args
 
-    def join(table: str) -> str:
-        return f"LEFT JOIN sessions ss INDEXED BY sessions_report ON ss.id = {table}.session_id"
 
-    queries = {
-        "total": f"SELECT NULL, COUNT(*), SUM(responses), {_sums('per_session')} FROM per_session",
-        "day": f"SELECT day, COUNT(DISTINCT session_id), SUM(responses), {_sums('src')}"
-               " FROM src GROUP BY 1",
-        "agent": f"SELECT adapter, COUNT(DISTINCT session_id), SUM(responses), {_sums('src')}"
-                 " FROM src GROUP BY 1",
-        "model": "SELECT COALESCE(src.model, ss.model), COUNT(DISTINCT src.session_id),"
-                 f" SUM(src.responses), {_sums('src')} FROM src {join('src')} GROUP BY 1",
-        "project": "SELECT COALESCE(ss.project_root, ss.cwd), COUNT(*), SUM(per_session.responses),"
-                   f" {_sums('per_session')} FROM per_session {join('per_session')} GROUP BY 1",
-    }
+def session_join(table: str) -> str:
+    return f"LEFT JOIN sessions ss INDEXED BY sessions_report ON ss.id = {table}.session_id"
+
+
+# Per grouping over usage_rows' ``src`` and ``per_session``: (key, sessions, responses,
+# *SUMMED). A usage event without a model counts under its session's model; its project
+# is its session's project root (else cwd).
+GROUPINGS = {
+    "total": f"SELECT NULL, COUNT(*), SUM(responses), {sums_of('per_session')} FROM per_session",
+    "day": f"SELECT day, COUNT(DISTINCT session_id), SUM(responses), {sums_of('src')}"
+           " FROM src GROUP BY 1",
+    "agent": f"SELECT adapter, COUNT(DISTINCT session_id), SUM(responses), {sums_of('src')}"
+             " FROM src GROUP BY 1",
+    "model": "SELECT COALESCE(src.model, ss.model), COUNT(DISTINCT src.session_id),"
+             f" SUM(src.responses), {sums_of('src')} FROM src {session_join('src')} GROUP BY 1",
+    "project": "SELECT COALESCE(ss.project_root, ss.cwd), COUNT(*), SUM(per_session.responses),"
+               f" {sums_of('per_session')} FROM per_session {session_join('per_session')} GROUP BY 1",
+}
+
+
+def usage_summary(
+    conn: apsw.Connection,
+    *,
+    since_ts: str | None,
+    until_ts: str | None,
+    project: str | None,
+    agent: str | None,
+) -> dict[str, Any]:
+    """Token counts and costs of the usage events, in total and by model, project, day
+    (UTC) and agent, each with the number of sessions and model responses counted.
+
+    One lean query per grouping over the aggregate's rows in range (a grouping of its
+    own reads the rows in the order it needs; one statement materializing them for all
+    five took twice as long at 10 million events)."""
+    if not (since_ts or until_ts or project or agent):  # an empty filter is none, as below
+        return _usage_answer(since_ts, until_ts, usage_groups.summary_rows(conn))
+    with_rows, args = usage_rows(conn, since_ts=since_ts, until_ts=until_ts, project=project,
+                                 agent=agent)
     return _usage_answer(since_ts, until_ts, {
-        group: list(conn.execute(with_rows + sql, x_args)) for group, sql in queries.items()
+        group: list(conn.execute(with_rows + sql, args)) for group, sql in GROUPINGS.items()
     })
 
 
 def _usage_answer(
     since_ts: str | None, until_ts: str | None, rows: dict[str, list[tuple[Any, ...]]]
 ) -> dict[str, Any]:
-    """The summary from each grouping's (key, sessions, responses, *sums) rows."""
-    total = _usage_row({})
+    """The summary from each grouping's (key, sessions, responses, *SUMMED) rows."""
+    total = usage_row({})
     groups: dict[str, list[dict[str, Any]]] = {g: [] for g in _USAGE_GROUPS}
     for group, group_rows in rows.items():
         for key, sessions, responses, *counts in group_rows:
             if group == "total":
                 if sessions:
-                    total = _usage_row({}, sessions, responses, counts)
+                    total = usage_row({}, sessions, responses, counts)
                 continue
-            groups[group].append(_usage_row({group: key}, sessions, responses, counts))
+            groups[group].append(usage_row({group: key}, sessions, responses, counts,
+                                           model_known=key is not None if group == "model" else None))
 
     def ordered(key: str) -> list[dict[str, Any]]:
         out = groups[key]
@@ -302,12 +331,23 @@ def _usage_answer(
     }
 
 
-def _usage_row(
-    label: dict[str, Any], sessions: int = 0, responses: Any = 0, counts: list[Any] | None = None
+def usage_row(
+    label: dict[str, Any],
+    sessions: int = 0,
+    responses: Any = 0,
+    counts: list[Any] | None = None,
+    *,
+    model_known: bool | None = None,
 ) -> dict[str, Any]:
+    """One row of a usage report: its label, sessions, responses, token counts and
+    ``cost`` (store/costs.cost_json) from (SUMMED) sums."""
+    values = counts or [0] * len(SUMMED)
+    tokens = values[: len(USAGE_FIELDS)]
+    spent = dict(zip(COST_FIELDS, values[len(USAGE_FIELDS):], strict=True))
     return {
         **label,
         "sessions": int(sessions),
         "responses": int(responses or 0),
-        **{f: int(n or 0) for f, n in zip(USAGE_FIELDS, counts or [0] * len(USAGE_FIELDS), strict=True)},
+        **{f: int(n or 0) for f, n in zip(USAGE_FIELDS, tokens, strict=True)},
+        "cost": cost_json(spent, int(responses or 0), model_known),
     }

@@ -30,28 +30,37 @@ from typing import Any
 import apsw
 
 from .aggregates import NONE
-from .vocabulary import USAGE_FIELDS
+from .vocabulary import COST_COLUMNS, COST_FIELDS, USAGE_FIELDS
 
-_SUMS = ("responses", *USAGE_FIELDS)
-_SUM_COLUMNS = ", ".join(f"{f} INTEGER NOT NULL" for f in _SUMS)
+# The sums kept per grouping: as the 11 -> 12 migration made them, and from schema 19
+# with the requests' costs (COST_FIELDS, after them, where ALTER TABLE puts them).
+_SUMS_12 = ("responses", *USAGE_FIELDS)
+_SUMS = (*_SUMS_12, *COST_FIELDS)
+_SUM_COLUMNS = ", ".join(f"{f} INTEGER NOT NULL" for f in _SUMS_12)
 
-TABLES = f"""
+
+def _tables(costs: bool) -> str:
+    cost_columns = f"\n    {COST_COLUMNS}," if costs else ""
+    return f"""
 CREATE TABLE IF NOT EXISTS agg_usage_by (
     dim TEXT NOT NULL,     -- day, adapter, model, session
     value NOT NULL,        -- no affinity: the key's value as agg_usage holds it
     session_id TEXT NOT NULL,
     keys INTEGER NOT NULL, -- agg_usage keys of the session with this value
-    {_SUM_COLUMNS},
+    {_SUM_COLUMNS},{cost_columns}
     PRIMARY KEY (dim, value, session_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS agg_usage_group (
     dim TEXT NOT NULL,
     value NOT NULL,
     sessions INTEGER NOT NULL,
-    {_SUM_COLUMNS},
+    {_SUM_COLUMNS},{cost_columns}
     PRIMARY KEY (dim, value)
 ) WITHOUT ROWID;
 """
+
+
+TABLES = _tables(costs=True)
 
 # (dimension, the value in a row of agg_usage named {r}).
 _DIMENSIONS = (("day", "{r}.day"), ("adapter", "{r}.adapter"), ("model", "{r}.model"),
@@ -62,33 +71,33 @@ def _key(dim: str, value: str, r: str) -> str:
     return f"dim = '{dim}' AND value = {value.format(r=r)} AND session_id = {r}.session_id"
 
 
-def _add(r: str) -> str:
+def _add(r: str, sums: tuple[str, ...]) -> str:
     """Statements adding the share of agg_usage's row ``r`` (NEW or OLD)."""
     return "".join(
-        f"INSERT INTO agg_usage_by(dim, value, session_id, keys, {', '.join(_SUMS)})"
+        f"INSERT INTO agg_usage_by(dim, value, session_id, keys, {', '.join(sums)})"
         f" VALUES ('{dim}', {value.format(r=r)}, {r}.session_id, 1,"
-        f" {', '.join(f'{r}.{f}' for f in _SUMS)})"
+        f" {', '.join(f'{r}.{f}' for f in sums)})"
         " ON CONFLICT DO UPDATE SET keys = keys + 1, "
-        + ", ".join(f"{f} = {f} + excluded.{f}" for f in _SUMS) + "; "
+        + ", ".join(f"{f} = {f} + excluded.{f}" for f in sums) + "; "
         for dim, value in _DIMENSIONS
     )
 
 
-def _remove(r: str) -> str:
+def _remove(r: str, sums: tuple[str, ...]) -> str:
     return "".join(
         "UPDATE agg_usage_by SET keys = keys - 1, "
-        + ", ".join(f"{f} = {f} - {r}.{f}" for f in _SUMS)
+        + ", ".join(f"{f} = {f} - {r}.{f}" for f in sums)
         + f" WHERE {_key(dim, value, r)};"
         f" DELETE FROM agg_usage_by WHERE {_key(dim, value, r)} AND keys <= 0; "
         for dim, value in _DIMENSIONS
     )
 
 
-def _move() -> str:
+def _move(sums: tuple[str, ...]) -> str:
     """An update keeping the key (the upserts'): its rows take the difference."""
     return "".join(
         "UPDATE agg_usage_by SET "
-        + ", ".join(f"{f} = {f} + NEW.{f} - OLD.{f}" for f in _SUMS)
+        + ", ".join(f"{f} = {f} + NEW.{f} - OLD.{f}" for f in sums)
         + f" WHERE {_key(dim, value, 'NEW')}; "
         for dim, value in _DIMENSIONS
     )
@@ -98,52 +107,65 @@ _SAME_KEY = " AND ".join(
     f"NEW.{c} IS OLD.{c}" for c in ("session_id", "model", "day", "adapter", "project")
 )
 _GROUP = "dim = {r}.dim AND value = {r}.value"
-TRIGGERS = f"""
+# The triggers' names (schema 19 drops them and makes them again with the costs).
+TRIGGER_NAMES = ("agg_usage_by_insert", "agg_usage_by_update", "agg_usage_by_rekey",
+                 "agg_usage_by_delete", "agg_usage_group_insert", "agg_usage_group_update",
+                 "agg_usage_group_delete")
+
+
+def _triggers(sums: tuple[str, ...]) -> str:
+    return f"""
 CREATE TRIGGER IF NOT EXISTS agg_usage_by_insert AFTER INSERT ON agg_usage BEGIN
-    {_add('NEW')}
+    {_add('NEW', sums)}
 END;
 CREATE TRIGGER IF NOT EXISTS agg_usage_by_update AFTER UPDATE ON agg_usage WHEN {_SAME_KEY} BEGIN
-    {_move()}
+    {_move(sums)}
 END;
 CREATE TRIGGER IF NOT EXISTS agg_usage_by_rekey AFTER UPDATE ON agg_usage WHEN NOT ({_SAME_KEY}) BEGIN
-    {_add('NEW')}{_remove('OLD')}
+    {_add('NEW', sums)}{_remove('OLD', sums)}
 END;
 CREATE TRIGGER IF NOT EXISTS agg_usage_by_delete AFTER DELETE ON agg_usage BEGIN
-    {_remove('OLD')}
+    {_remove('OLD', sums)}
 END;
 CREATE TRIGGER IF NOT EXISTS agg_usage_group_insert AFTER INSERT ON agg_usage_by BEGIN
-    INSERT INTO agg_usage_group(dim, value, sessions, {', '.join(_SUMS)})
-    VALUES (NEW.dim, NEW.value, 1, {', '.join(f'NEW.{f}' for f in _SUMS)})
+    INSERT INTO agg_usage_group(dim, value, sessions, {', '.join(sums)})
+    VALUES (NEW.dim, NEW.value, 1, {', '.join(f'NEW.{f}' for f in sums)})
     ON CONFLICT DO UPDATE SET sessions = sessions + 1,
-    {', '.join(f'{f} = {f} + excluded.{f}' for f in _SUMS)};
+    {', '.join(f'{f} = {f} + excluded.{f}' for f in sums)};
 END;
 CREATE TRIGGER IF NOT EXISTS agg_usage_group_update AFTER UPDATE ON agg_usage_by BEGIN
-    UPDATE agg_usage_group SET {', '.join(f'{f} = {f} + NEW.{f} - OLD.{f}' for f in _SUMS)}
+    UPDATE agg_usage_group SET {', '.join(f'{f} = {f} + NEW.{f} - OLD.{f}' for f in sums)}
     WHERE {_GROUP.format(r='NEW')};
 END;
 CREATE TRIGGER IF NOT EXISTS agg_usage_group_delete AFTER DELETE ON agg_usage_by BEGIN
     UPDATE agg_usage_group SET sessions = sessions - 1,
-    {', '.join(f'{f} = {f} - OLD.{f}' for f in _SUMS)}
+    {', '.join(f'{f} = {f} - OLD.{f}' for f in sums)}
     WHERE {_GROUP.format(r='OLD')};
     DELETE FROM agg_usage_group WHERE {_GROUP.format(r='OLD')} AND sessions <= 0;
 END;
 """
 
-# The fill from agg_usage as it stands (the 11 -> 12 migration): each dimension's rows
-# at once; agg_usage_group follows by its trigger.
-_FILL = "".join(
-    f"INSERT INTO agg_usage_by(dim, value, session_id, keys, {', '.join(_SUMS)})"
-    f" SELECT '{dim}', {value.format(r='u')}, u.session_id, COUNT(*),"
-    f" {', '.join(f'SUM(u.{f})' for f in _SUMS)} FROM agg_usage u GROUP BY 2, 3; "
-    for dim, value in _DIMENSIONS
-)
+
+TRIGGERS = _triggers(_SUMS)
+
+
+def _fill(sums: tuple[str, ...]) -> str:
+    """The fill from agg_usage as it stands: each dimension's rows at once;
+    agg_usage_group follows by its trigger."""
+    return "".join(
+        f"INSERT INTO agg_usage_by(dim, value, session_id, keys, {', '.join(sums)})"
+        f" SELECT '{dim}', {value.format(r='u')}, u.session_id, COUNT(*),"
+        f" {', '.join(f'SUM(u.{f})' for f in sums)} FROM agg_usage u GROUP BY 2, 3; "
+        for dim, value in _DIMENSIONS
+    )
 
 
 def begin_fill(conn: apsw.Connection) -> None:
     """The 11 -> 12 migration's first transaction (run again by a resumed one): the
-    tables and the triggers, from which on the writer keeps them."""
-    conn.execute(TABLES)
-    conn.execute(TRIGGERS)
+    tables and the triggers as they were at 12, from which on the writer keeps them
+    (schema 19 adds the costs)."""
+    conn.execute(_tables(costs=False))
+    conn.execute(_triggers(_SUMS_12))
     conn.execute(
         "INSERT OR IGNORE INTO counters(name, value) VALUES ('usage_groups_target', 1),"
         " ('usage_groups_done', 0)"
@@ -153,7 +175,23 @@ def begin_fill(conn: apsw.Connection) -> None:
 def fill_step(conn: apsw.Connection, after: int, upto: int) -> None:
     """The one step: every row from agg_usage (30,000 keys at 10 million events)."""
     conn.execute("DELETE FROM agg_usage_group; DELETE FROM agg_usage_by;")
-    conn.execute(_FILL)
+    conn.execute(_fill(_SUMS_12))
+
+
+def refill(conn: apsw.Connection) -> None:
+    """The groupings computed again from agg_usage as it stands, costs included (what
+    the triggers keep; tests compare the two)."""
+    conn.execute("DELETE FROM agg_usage_group; DELETE FROM agg_usage_by;")
+    conn.execute(_fill(_SUMS))
+
+
+# Schema 19 (store/migrations/versions.py assembles it): the triggers dropped while the
+# costs' columns are added and filled, then made again with them.
+DROP_TRIGGERS = "".join(f"DROP TRIGGER IF EXISTS {name}; " for name in TRIGGER_NAMES)
+ADD_COSTS = "".join(
+    f"ALTER TABLE {table} ADD COLUMN {column}; "
+    for table in ("agg_usage_by", "agg_usage_group") for column in COST_COLUMNS.split(", ")
+)
 
 
 def finish_fill(conn: apsw.Connection) -> None:

@@ -32,6 +32,22 @@ USAGE_FIELDS = (
     "total_tokens",
 )
 
+# What the usage aggregates (store/aggregates.py, store/usage_groups.py) sum of the
+# requests' costs (usage_costs, schema 19), beside the token counts: the cost shown
+# (nano-dollars: the agent's own where it reported one, else ours), our estimate, the
+# tokens no price covers, and how many requests were estimated and reported (the rest
+# of ``responses`` are unpriced, or not priced yet).
+COST_FIELDS = (
+    "cost_nusd",
+    "est_nusd",
+    "unpriced_tokens",
+    "cost_estimated",
+    "cost_reported",
+)
+# Their columns: added to tables that existed (ALTER TABLE ... ADD COLUMN needs a
+# default), so written with one in the tables made at the current schema too.
+COST_COLUMNS = ", ".join(f"{f} INTEGER NOT NULL DEFAULT 0" for f in COST_FIELDS)
+
 # The kinds with a partial index of their own (schema 2, and 8 for reads, edits, usage
 # and prompts): queried across all sessions.
 PARTIAL_INDEXED_KINDS = frozenset(

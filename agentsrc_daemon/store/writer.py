@@ -38,7 +38,7 @@ from ..events import (
     TurnFacts,
     merged_fact,
 )
-from . import aggregates, packing, wal
+from . import aggregates, costs, packing, wal
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
 from .connection import connect, secure_file
 from .cursors import CursorStore
@@ -68,9 +68,11 @@ SPAWN_MATCH_SECONDS = 30
 
 _STORED = (
     "SELECT e.id, e.session_id, e.holder, e.claim, e.claim_since, e.subagent_id, s.path,"
-    " e.offset, e.revision, e.kind, e.data, e.turn_id FROM events e"
+    " e.offset, e.revision, e.kind, e.data, e.turn_id, e.ts FROM events e"
     " JOIN sources s ON s.id = e.source_id WHERE e.key_hash = ?"
 )
+# What a rewritten usage event's cost becomes (Store._cost_after): its stored cost kept.
+_KEEP = None
 
 
 def _merge_sql(name: str, weak: bool, value: Any) -> tuple[str, list[Any]]:
@@ -142,6 +144,28 @@ class Store:
         # The full-text index's writes in the commits, its build and its merging.
         self.search_index = SearchIndex(self.conn, self._wal, on=search_index,
                                         merge_pages=search_merge_pages)
+        # Prices a stored usage event (set by ``pricing``): a usage event a claim or a
+        # revision rewrote, one that came without its cost, and the re-price.
+        self.cost_of: costs.CostOf | None = None
+        # The costs of the usage events this commit inserted, written before the
+        # aggregates take them (a claim later in the batch may still change one).
+        self._new_costs: dict[int, costs.CostRow] = {}
+
+    def pricing(self, fingerprint: str, cost_of: costs.CostOf, *, at_start: bool) -> bool:
+        """The prices from now on (their fingerprint, and the function that prices a
+        stored usage event): when the stored costs were computed with other prices, a
+        re-price begins (``reprice_step``). Whether one does."""
+        self.cost_of = cost_of
+        return costs.begin_reprice(self.conn, fingerprint, at_start=at_start)
+
+    def reprice_step(self, chunk: int) -> bool:
+        """A chunk of the re-price in its own transaction (store/costs.py); whether more
+        is left."""
+        if self.cost_of is None:
+            return False
+        more = costs.reprice_step(self.conn, self.cost_of, chunk)
+        self._wal.check(self.conn)
+        return more
 
     def close(self) -> None:
         self.conn.close()
@@ -410,6 +434,7 @@ class Store:
             ],
         )
         copies: list[tuple[int, str, str | None, str | None]] = []
+        self._new_costs = {}
         if self.conn.total_changes() - changes_before == len(prepared):
             # Every row was new: one writer, AUTOINCREMENT, so their ids are consecutive
             # in insertion order and nothing needs to be read back (the common case).
@@ -419,6 +444,8 @@ class Store:
                 self._touch(r, tally)
                 if r.holder:
                     copies.append((eid, r.holder, r.turn_id, r.subagent_id))
+                if r.kind == USAGE:
+                    self._cost_new(eid, r)
             self._add_copies(copies)
             self._aggregate_new(prepared, before, rewritten=False)
             return Inserted(inserted)
@@ -439,6 +466,8 @@ class Store:
             self._count(r.session_id, r.kind, r.data, tally, 1)
             if r.holder:
                 copies.append((eid, r.holder, r.turn_id, r.subagent_id))
+            if r.kind == USAGE:
+                self._cost_new(eid, r)
             out.append((eid, r))
         self._add_copies(copies)
         self._aggregate_new(prepared, before, rewritten)
@@ -470,10 +499,35 @@ class Store:
             out[text_id] = key
         return out
 
+    def _cost_new(self, eid: int, r: Row) -> None:
+        """A new usage event's cost: the one it came with, else priced here (None:
+        no prices given to the store; it waits for the re-price)."""
+        cost = r.cost
+        if cost is None and self.cost_of is not None:
+            cost = self.cost_of(r.adapter, r.data, r.ts)
+        if cost is not None:
+            self._new_costs[eid] = cost
+
+    def _cost_after(
+        self, r: Row, data: bytes | str, ts: str | None, stored_ts: str | None
+    ) -> costs.CostRow | None:
+        """What a rewritten usage event's cost becomes, now that its data is ``data``
+        and its time ``ts``: the cost it came with when both are its own, the stored one
+        (``_KEEP``) when neither changed, else priced again here."""
+        if data is r.data and ts == r.ts and r.cost is not None:
+            return r.cost
+        if data is not r.data and ts == stored_ts:
+            return _KEEP
+        return None if self.cost_of is None else self.cost_of(r.adapter, data, ts)
+
     def _aggregate_new(self, rows: list[Row], before: int, rewritten: bool) -> None:
         """The reports' aggregates (store/aggregates.py) take the rows this commit
         inserted, as they stand after its claims (a key twice in one batch is one row,
-        owned by the stronger claim), and lose the keys a rewrite emptied."""
+        owned by the stronger claim), with their costs, and lose the keys a rewrite
+        emptied."""
+        if self._new_costs:
+            costs.write(self.conn, sorted(self._new_costs.items()))
+            self._new_costs = {}
         kinds = frozenset(r.kind for r in rows) & aggregates.AGGREGATED_KINDS
         if kinds:
             aggregates.add_range(self.conn, before, None, kinds)
@@ -504,7 +558,7 @@ class Store:
         if stored is None:
             return False
         (eid, owner, s_holder, s_claim, s_since, s_sub, s_path, s_offset, s_rev, s_kind,
-         s_data, s_turn) = stored
+         s_data, s_turn, s_ts) = stored
         s_holder = s_holder or owner
         holder = r.holder or r.session_id
         stronger = claim_order(
@@ -517,6 +571,7 @@ class Store:
                     eid, s_kind, aggregated,
                     "UPDATE event_rows SET packed=?, revision=? WHERE id=?",
                     (r.packed, r.revision, eid),
+                    self._cost_after(r, r.data, s_ts, s_ts) if s_kind == USAGE else _KEEP,
                 )
                 self.search_index.reindex(eid, r)
                 self._count(owner, s_kind, s_data, tally, -1)
@@ -537,6 +592,7 @@ class Store:
              r.claim_since, r.subagent_id,
              None if r.turn_id is None else self._keys_of("turn_keys", {r.turn_id})[r.turn_id],
              r.ts, self.cursors.source_ids[r.source_path], r.offset, packed, revision, eid),
+            self._cost_after(r, data, r.ts, s_ts) if s_kind == USAGE else _KEEP,
         )
         if revision == r.revision and r.data != s_data:
             self.search_index.reindex(eid, r)
@@ -551,13 +607,26 @@ class Store:
         return aggregated
 
     def _rewrite_event(
-        self, eid: int, kind: str, aggregated: bool, sql: str, args: tuple[Any, ...]
+        self,
+        eid: int,
+        kind: str,
+        aggregated: bool,
+        sql: str,
+        args: tuple[Any, ...],
+        cost: costs.CostRow | None = _KEEP,
     ) -> None:
-        """An UPDATE of a stored event; when the reports' aggregates count it, its share
-        is taken out before and added back after, as the row now stands."""
+        """An UPDATE of a stored event (and of its cost, a usage event's, unless
+        ``_KEEP``); when the reports' aggregates count it, its share is taken out before
+        and added back after, as the row now stands. An event this commit inserted is
+        not aggregated yet: its cost waits with the others (``_new_costs``)."""
         if aggregated:
             aggregates.remove_event(self.conn, eid, kind)
         self.conn.execute(sql, args)
+        if cost is not _KEEP:
+            if aggregated:
+                costs.write(self.conn, [(eid, cost)])
+            else:
+                self._new_costs[eid] = cost
         if aggregated:
             aggregates.add_range(self.conn, eid - 1, eid, frozenset([kind]))
 

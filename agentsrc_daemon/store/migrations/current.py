@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import apsw
 
-from .. import aggregates, usage_groups
+from .. import aggregates, costs, usage_groups
 from ..vocabulary import COMMAND_FAILED, PATH_TAIL, PROJECT_KINDS, PROJECT_ROOT
 from .chunked import EVENT_COPIES_VIEW, EVENTS_VIEW, SINK_EVENT_REVISED, TURNS_VIEW
 
@@ -251,6 +251,8 @@ SCHEMA = "".join((
     aggregates.TABLES,
     usage_groups.TABLES,
     usage_groups.TRIGGERS,
+    # The requests' costs (store/costs.py).
+    costs.TABLES,
     _ROWS,
 ))
 

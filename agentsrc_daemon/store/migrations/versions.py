@@ -5,6 +5,7 @@ current.py, which tests/test_migrations.py proves the same as these migrations m
 
 from __future__ import annotations
 
+from .. import aggregates, costs, usage_groups
 from .chunked import (
     ADD_PAGE_INDEXES,
     ADD_PROJECT_INDEXES,
@@ -396,6 +397,24 @@ MIGRATIONS.sql(
         PRIMARY KEY (adapter, version, record_type)
     ) WITHOUT ROWID;
     """,
+)
+
+# 19 -> 20: what each request cost (issue 27, store/costs.py): usage_costs, one row per
+# usage event, and usage_pricing, the fingerprint of the prices they were computed with
+# and how far a re-price got; the usage aggregates sum the costs beside the tokens
+# (the groupings' triggers made again with them). No event is read: every stored
+# request is not priced yet, which the sums count as unpriced with its total tokens;
+# their costs come from the re-price the daemon starts (the store has no fingerprint
+# yet), in chunks of their own transactions, with progress in status.
+MIGRATIONS.sql(
+    "usage_costs",
+    costs.TABLES
+    + usage_groups.DROP_TRIGGERS
+    + aggregates.ADD_COSTS
+    + usage_groups.ADD_COSTS
+    + "".join(f"UPDATE {t} SET unpriced_tokens = total_tokens; "
+              for t in ("agg_usage", "agg_usage_by", "agg_usage_group"))
+    + usage_groups.TRIGGERS,
 )
 
 SCHEMA_VERSION = MIGRATIONS.version
