@@ -329,11 +329,12 @@ class Config:
 
     def reload_from(self, new: Config) -> list[str]:
         """SIGHUP: take what a reload applies from ``new`` (the reconcile interval, the
-        longest line, the whole [scan] table); returns the settings it changes that
+        longest line, the whole [scan] and [prices] tables); returns the settings it changes that
         need a restart instead."""
         self.reconcile_interval = new.reconcile_interval
         self.max_line_bytes = new.max_line_bytes
         self.scan = new.scan
+        self.prices = new.prices
         return self.restart_needed_for(new)
 
     def restart_needed_for(self, new: Config) -> list[str]:

@@ -43,6 +43,7 @@ from .ingest.scheduler import FILE_BUDGET_BYTES, RoundScheduler
 from .ingest.status import StatusBoard
 from .ingest.steps import StartPhases, StartProfile, StepTimer
 from .ingest.watch import DirtySet, Watcher
+from .pricing.stage import PriceStage
 from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
 from .store import Reader, Store
@@ -122,6 +123,7 @@ class Daemon:
         self.board = StatusBoard(cfg, self.progress, self.backlog, self.queue, self.errors,
                                  self.hub, lambda: self.components.scheduler.has_work())
         self._profile = StartProfile(cfg.tuning.profile_start)  # off unless asked
+        self.prices: PriceStage | None = None  # the pricing stage (pricing/stage.py)
 
     # ---- start-up ----------------------------------------------------------------
 
@@ -135,7 +137,22 @@ class Daemon:
             derive=derive,
             scan=scan,
             project_root_for=project_root_for,
+            price=self.prices,
         )
+
+    def _set_prices(self, store: Store, *, at_start: bool) -> bool:
+        """The price table (exported by a child process when missing or of another
+        library version) and the [prices] overrides, as the pricing stage; the store told
+        their fingerprint. Whether the stored costs are to be priced again."""
+        from .system.price_table import price_stage
+
+        self.prices = price_stage(self.cfg)
+        table = self.prices.pricer.table
+        self.board.prices = {
+            "table": dict(table.source) if table is not None else None,
+            "fingerprint": self.prices.fingerprint,
+        }
+        return store.pricing(self.prices.fingerprint, self.prices.cost_of, at_start=at_start)
 
     def _server(self) -> Server:
         methods = {
@@ -168,6 +185,8 @@ class Daemon:
                           search_merge_pages=tuning.search_merge_pages,
                           migrate_chunk_ids=tuning.migrate_chunk_ids)
             phases.done("store")
+            self._set_prices(store, at_start=True)
+            phases.done("prices")
             ingestor = self._build_ingestor()
             phases.done("stages")
             # The adapter states stay in the store until their file is read, and the
@@ -199,6 +218,7 @@ class Daemon:
             append_waits=lambda: bool(self.dirty) or bool(self.queue.urgent),
             on_progress=lambda: self.priority.progressed(time.monotonic()),
             sink=sink, search_chunk_ids=self.cfg.tuning.search_chunk_ids,
+            reprice_chunk=self.cfg.tuning.reprice_chunk,
         )
         scheduler = RoundScheduler(
             self.cfg, self.queue, committer, self.priority, self.progress,
@@ -366,8 +386,8 @@ class Daemon:
 
     def _idle_work(self) -> bool:
         """Nothing queued: the workers closed, the first time live, then the search
-        index's deferred work one step a pass (a file that changes goes first).
-        Whether a step ran."""
+        index's deferred work and the re-price, one step a pass (a file that changes
+        goes first). Whether a step ran."""
         parts = self.components
         parts.scheduler.close_workers()
         if self.backlog.stale:
@@ -377,8 +397,9 @@ class Daemon:
                 self.backlog.refresh(force=True)
         if not self.board.live:
             self._become_live()
-        return not self.errors.waiting() and parts.committer.search_index_step(
-            self._release_memory)
+        return not self.errors.waiting() and (
+            parts.committer.search_index_step(self._release_memory)
+            or parts.committer.reprice_step())
 
     def _become_live(self) -> None:
         self.board.live = self.components.scheduler.live = self.timer.live = True
@@ -429,6 +450,8 @@ class Daemon:
             self.notifier.ready(status=self.board.line())
             return
         restart_needed = self.cfg.reload_from(new)
+        if self._set_prices(self.components.store, at_start=False):
+            self.components.committer.reprice()  # the stored costs priced again
         ingestor = self._build_ingestor()  # new stages, the same cursors and readers
         ingestor.take_over(self.components.ingestor)
         self.components.ingestor = ingestor

@@ -25,6 +25,29 @@ from agentsrc_daemon.store.migrations.versions import MIGRATIONS
 
 REPO = Path(__file__).resolve().parents[1]
 
+_PRICE_TABLE: list[bytes] = []
+
+
+def price_table() -> bytes:
+    """The price table the daemon exports at its first start (pricing/export.py's, of
+    the installed genai-prices), made once per test run: each daemon started here
+    finds it in its data directory, as a second start of a real daemon does, instead
+    of spending half a second of a core in the export's child process
+    (tests/test_prices_daemon.py starts one without it)."""
+    if not _PRICE_TABLE:
+        from agentsrc_daemon.pricing import export
+
+        _PRICE_TABLE.append(export.bundled_table())
+    return _PRICE_TABLE[0]
+
+
+def seed_price_table(data_dir: Path) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    target = data_dir / "prices.json"
+    if not target.exists():
+        target.write_bytes(price_table())
+        target.chmod(0o600)
+
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
@@ -48,7 +71,12 @@ def copy_tree(src: Path, dst: Path) -> None:
 
 class DaemonProcess:
     def __init__(
-        self, home: Path, *, env: dict[str, str] | None = None, fakes: list[str] | None = None
+        self,
+        home: Path,
+        *,
+        env: dict[str, str] | None = None,
+        fakes: list[str] | None = None,
+        seed_prices: bool = True,
     ) -> None:
         self.home = home
         # tests/daemon_with_fakes.py's options (a stalled loop, a full disk, ...): the
@@ -70,9 +98,12 @@ class DaemonProcess:
         }
         if env:
             self.env.update(env)
+        self.seed_prices = seed_prices
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, *args: str, wait: bool = True) -> DaemonProcess:
+        if self.seed_prices:
+            seed_price_table(self.data_dir)
         log = self.log_path.open("ab")
         launcher = ([str(REPO / "tests" / "daemon_with_fakes.py"), *self.fakes] if self.fakes
                     else ["-m", "agentsrc_daemon.cli"])

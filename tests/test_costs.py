@@ -68,7 +68,7 @@ def priced_afresh(conn: apsw.Connection, stage: PriceStage) -> dict[int, tuple[A
 
 def reprice_all(store: Store, chunk: int) -> int:
     steps = 0
-    while store.reprice_step(chunk):
+    while store.reprice_step(chunk).more:
         steps += 1
     return steps + 1
 
@@ -108,13 +108,13 @@ def test_a_reprice_gives_what_pricing_afresh_gives_and_stops(corpus_store: BigSt
         conn = store.conn
         total = conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'usage'").fetchone()[0]
         assert reprice_progress(conn) == {"done": 0, "total": 0, "fraction": 0.0}  # not counted yet
-        assert store.reprice_step(100)
+        assert store.reprice_step(100) == (100, True)
         progress = reprice_progress(conn)
         assert progress == {"done": 100, "total": total, "fraction": round(100 / total, 4)}
         steps = 1 + reprice_all(store, 100)
         assert steps == -(-total // 100)
         assert reprice_progress(conn) is None
-        assert not store.reprice_step(100)  # nothing left
+        assert store.reprice_step(100) == (0, False)  # nothing left
         # The same prices again: nothing to do.
         assert not store.pricing(REPRICED.fingerprint, REPRICED.cost_of, at_start=True)
     finally:

@@ -39,7 +39,8 @@ from agentsrc_daemon.pricing.price import Pricer
 from agentsrc_daemon.pricing.usage import normalize, parse_ts
 
 from adapter_lines import parse_lines_with, read_lines
-from corpus import corpus_files
+from corpus import corpus_files, corpus_home
+from harness import DaemonProcess, copy_tree
 
 PRICER = Pricer(table.loads(export.bundled_table()))
 CENT = Decimal("0.0001")
@@ -166,6 +167,7 @@ def test_a_request_past_200k_input(tmp_path: Path) -> None:
            "cache_creation_input_tokens": 45_000,
            "cache_creation": {"ephemeral_5m_input_tokens": 25_000, "ephemeral_1h_input_tokens": 20_000}}
     path = tmp_path / "fixture-200k.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(
         _assistant("u1", "msg_big", "2025-10-01T10:00:00Z", big | {"output_tokens": 10})
         + _assistant("u2", "msg_big", "2025-10-01T10:00:05Z", big | {"output_tokens": 900})
@@ -253,3 +255,72 @@ def test_a_gemini_session_with_two_models() -> None:
     assert got.kind == "estimated" and got.usd == expected
     assert got.usd.quantize(CENT) == Decimal("0.4390")  # type: ignore[union-attr]
 
+
+
+# -- through the daemon ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def daemon_on_corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+    """The real daemon on a copy of the corpus, with the 200K fixture beside it."""
+    home = tmp_path_factory.mktemp("anchors") / "home"
+    copy_tree(corpus_home(), home)
+    fixture = home / ".claude" / "projects" / "-tmp-fixture" / "fixture-200k.jsonl"
+    fixture.parent.mkdir(parents=True)
+    test_a_request_past_200k_input(fixture.parent)  # writes fixture-200k.jsonl there
+    d = DaemonProcess(home)
+    try:
+        d.start()
+        d.wait_live()
+        yield d
+    finally:
+        d.cleanup()
+
+
+def _micro(usd: Decimal) -> float:
+    return cost.usd_float(usd)
+
+
+@pytest.mark.slow
+def test_the_daemon_shows_the_anchors_dollars(daemon_on_corpus: DaemonProcess) -> None:
+    """The sessions priced above from their raw records, as the real daemon answers them
+    (sessions.get and usage.report by session), to the micro-dollar."""
+    d = daemon_on_corpus
+    anchors = {
+        "claude-code:e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06":
+            claude_expected(claude_files(), "e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06")[0],
+        "claude-code:d3ad4cdc-5657-435d-98fa-0035d53e383d":
+            claude_expected(claude_files(), "d3ad4cdc-5657-435d-98fa-0035d53e383d")[0],
+        "claude-code:f84b640b-c091-44bf-9464-71a557d19a1d":
+            claude_expected(claude_files(), "f84b640b-c091-44bf-9464-71a557d19a1d")[0],
+        "claude-code:fixture-200k": Decimal("0.647271"),
+        "codex:019d021f-1244-77d2-b5aa-ba1d70f11e87":
+            codex_expected(codex_file("019d021f-1244-77d2-b5aa-ba1d70f11e87"))[0],
+    }
+    (gemini,) = corpus_files(".gemini/tmp/*/chats/session-*-50228c11.json")
+    gemini_id = next(s["id"] for s in d.call("sessions.list", {"agent": "gemini", "limit": 100})["sessions"]
+                     if s["id"].startswith("gemini:50228c11"))
+    anchors[gemini_id] = Decimal(0)
+    for message in json.loads(gemini.read_bytes())["messages"]:
+        tokens = message.get("tokens")
+        if tokens:
+            usage = Usage(input_tokens=tokens["input"] + tokens.get("tool", 0),
+                          cache_read_tokens=tokens["cached"],
+                          output_tokens=tokens["output"] + tokens.get("thoughts", 0))
+            anchors[gemini_id] += library(usage, message["model"], "google", message["timestamp"])
+    report = {r["session"]: r for r in d.call("usage.report", {"by": "session", "limit": 1000})["rows"]}
+    for session, expected in anchors.items():
+        shown = d.call("sessions.get", {"id": session})["session"]["cost"]
+        assert shown == {"usd": _micro(expected), "kind": "estimated"}, session
+        assert report[session]["cost"] == shown, session
+    # To the cent, as ccusage shows them.
+    assert _micro(anchors["claude-code:e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06"]) == 4.086012
+    assert round(_micro(anchors["claude-code:d3ad4cdc-5657-435d-98fa-0035d53e383d"]), 4) == 2.0327
+    assert round(_micro(anchors["claude-code:f84b640b-c091-44bf-9464-71a557d19a1d"]), 4) == 26.7487
+    assert round(_micro(anchors["codex:019d021f-1244-77d2-b5aa-ba1d70f11e87"]), 4) == 10.9972
+    # The 0.34 rollout without a model: unpriced, with its tokens, and why.
+    unpriced = d.call("sessions.get", {"id": "97b66f6c-a160-40e0-bd0f-1fdcbbb9498b"})["session"]
+    tokens = sum(e.data["input_tokens"] + e.data["output_tokens"]
+                 for e in usage_events("codex", [codex_file("97b66f6c-a160-40e0-bd0f-1fdcbbb9498b")]))
+    assert unpriced["cost"] == {"usd": None, "kind": "unpriced", "unpriced_tokens": tokens,
+                                "reason": "no model recorded"}

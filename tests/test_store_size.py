@@ -132,6 +132,9 @@ def _migrate_killed(
             conn.close()
     d.start(wait=False)
     wait_for(lambda: (st := _status(d)) is not None and st["state"] == "live", timeout=300)
+    # Schema 19 brought the requests' costs: the stored history is priced again from its
+    # stored usage (the store had no prices' fingerprint) before answers are compared.
+    wait_for(lambda: d.call("status")["reprice"] is None, timeout=300)
     return seen
 
 

@@ -32,6 +32,9 @@ log = structlog.get_logger("agentsrc.daemon")
 
 RETRY_FIRST_S = 0.5  # after a failed commit; doubled on each failure in a row
 RETRY_MAX_S = 30.0
+# Usage events priced again per step of a re-price (store/costs.py): one transaction,
+# a few tens of milliseconds, between which an append goes first.
+REPRICE_CHUNK = 2000
 # Steps of merging owed by the search index's writes (store/search_merge.py) with no
 # quiet moment to run them: past this many a step follows each commit, so the debt stays
 # bounded under a stream that never pauses (FTS5's own automerge would have done four
@@ -97,6 +100,7 @@ class Committer:
         errors: StoreErrors | None = None,
         sink: Any = None,
         search_chunk_ids: int | None = None,
+        reprice_chunk: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
@@ -109,6 +113,9 @@ class Committer:
         self.on_progress = on_progress
         self.sink = sink  # sink.pusher.Pusher when [sink.clickhouse] is configured
         self.search_chunk_ids = search_chunk_ids or SEARCH_CHUNK_IDS
+        self.reprice_chunk = reprice_chunk or REPRICE_CHUNK
+        self.repricing = True  # until a step finds nothing left (reprice() sets it again)
+        self._repriced = 0  # usage events priced again since the re-price began
         self.errors = StoreErrors(clock) if errors is None else errors
 
     def commit(self, batch: Batch, what: str = "backfill") -> bool:
@@ -215,6 +222,32 @@ class Committer:
                 built()
             return True
         return False
+
+    def reprice_step(self) -> bool:
+        """When nothing is queued: one chunk of a re-price (the stored costs priced
+        again after the prices changed; store/costs.py), in its own transaction.
+        Whether a step ran."""
+        if not self.repricing:
+            return False
+        try:
+            with self.timer.step("reprice", events=self.reprice_chunk):
+                step = self.store.reprice_step(self.reprice_chunk)
+        except STORE_WRITE_ERRORS as exc:  # nothing is lost: the mark stays where it was
+            delay = self.errors.failed(exc)
+            log.warning("reprice_failed", error=type(exc).__name__,
+                        retry_in_s=delay, failures=self.errors.count)
+            return True
+        self.wal.committed()
+        self.repricing = step.more
+        self._repriced += step.priced
+        if not step.more and self._repriced:
+            log.info("repriced", events=self._repriced)
+        return True
+
+    def reprice(self) -> None:
+        """The prices changed (a reload): the re-price has work again."""
+        self.repricing = True
+        self._repriced = 0
 
     def save_sink_ack(self) -> None:
         """An acknowledged push: its position saved by this thread, the store's one

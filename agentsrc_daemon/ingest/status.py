@@ -63,6 +63,8 @@ class StatusBoard:
         self.watch_modes: Callable[[], dict[str, str]] = dict
         self.scan: dict[str, Any] = {"enabled": False}
         self.sink: Any = None  # sink.pusher.Pusher
+        # The prices in use: the table's source and the fingerprint (daemon.py).
+        self.prices: dict[str, Any] | None = None
 
     def gated(self, handler: Handler) -> Handler:
         """A query that comes while the schema migrates waits for it (a while), then is
@@ -133,6 +135,10 @@ class StatusBoard:
             "socket": str(self.cfg.socket_path),
             "scan": self.scan,
             "search_index": reader.search_progress(),
+            "prices": self.prices,
+            # The stored costs priced again after the prices changed: {done, total,
+            # fraction} while it runs, else null.
+            "reprice": reader.reprice_progress(),
             "store_errors": errors,
             "reconcile": self.queue.stats.as_dict(),
             "sink": self._sink(reader),

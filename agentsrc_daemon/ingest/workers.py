@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection  # noqa: E402
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait  # noqa: E402
 from concurrent.futures.process import BrokenProcessPool  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from typing import Any  # noqa: E402
 
 import orjson  # noqa: E402
 import structlog  # noqa: E402
@@ -85,7 +86,13 @@ def min_backlog_bytes(tuning: Tuning) -> int:
 _worker_ingestor: Ingestor | None = None
 
 
-def _init_worker(cfg: Config, log_level: str, json_logs: bool | None, daemon_pid: int) -> None:
+def _init_worker(
+    cfg: Config,
+    log_level: str,
+    json_logs: bool | None,
+    daemon_pid: int,
+    price: Callable[[Any], None] | None,
+) -> None:
     global _worker_ingestor
     import signal
 
@@ -106,6 +113,7 @@ def _init_worker(cfg: Config, log_level: str, json_logs: bool | None, daemon_pid
         derive=derive,
         scan=scan,
         project_root_for=project_root_for,
+        price=price,  # the daemon's own pricing stage: both price alike
         defer_big_lines=True,  # the daemon reads those itself once the workers are gone
     )
 
@@ -205,14 +213,20 @@ def merged(pieces: list[WorkerRound]) -> WorkerRound:
 class BackfillPool:
     """The worker processes, and the file rounds in their hands."""
 
-    def __init__(self, cfg: Config, log_level: str = "info", json_logs: bool | None = None):
+    def __init__(
+        self,
+        cfg: Config,
+        log_level: str = "info",
+        json_logs: bool | None = None,
+        price: Callable[[Any], None] | None = None,
+    ):
         self.size = worker_count(cfg.tuning)
         self._executor = ProcessPoolExecutor(
             max_workers=self.size,
             # spawn, not fork: the daemon has threads (watcher, server) by now.
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker,
-            initargs=(cfg, log_level, json_logs, os.getpid()),
+            initargs=(cfg, log_level, json_logs, os.getpid(), price),
         )
         self.in_flight: dict[str, Future[list[Piece]]] = {}
         self.broken = False
@@ -377,7 +391,7 @@ class BackfillScheduler:
         large = backlog_bytes() >= min_backlog_bytes(self.cfg.tuning)
         if not self._pool_used and self.enabled and large:
             self._pool_used = True  # one pool per daemon life: a backfill happens once
-            self.pool = BackfillPool(self.cfg, self.log_level, self.json_logs)
+            self.pool = BackfillPool(self.cfg, self.log_level, self.json_logs, ingestor.price)
             ingestor.defer_big_lines = True
             log.info("backfill_workers", workers=self.pool.size)
 

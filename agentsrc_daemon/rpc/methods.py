@@ -19,6 +19,7 @@ from ..store import Reader
 from ..store.queries.fidelity import summary as fidelity_summary
 from ..store.ranked import Cut
 from ..store.search import TITLE_KIND, QuerySyntaxError
+from ..store.usage_report import BYS as USAGE_BYS
 from .transport import INVALID_PARAMS, Handler, Subscription
 
 MAX_LIMIT = 10_000
@@ -309,6 +310,34 @@ def usage_summary(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def usage_report(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    """Usage and cost in range, by day, week, month, session, project, model or agent."""
+    by = params.get("by", "model")
+    if by not in USAGE_BYS:
+        raise RpcError(INVALID_PARAMS, f"by must be one of {', '.join(USAGE_BYS)}")
+    since, until = _since(params), _until(params)
+    if since is not None and until is not None and until <= since:
+        raise RpcError(INVALID_PARAMS, "until must be after since")
+    return reader.usage_report(
+        by=by, since_ts=since, until_ts=until, project=_str_param(params, "project"),
+        agent=_agent_param(params), limit=_int_param(params, "limit", 50, 1),
+    )
+
+
+def usage_statusline(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    """The status line's figures: one session's cost (its agent's own id, or ours),
+    the cost since ``day_start`` (the start of the user's day: an ISO time with its
+    offset; default the UTC day's start) and the active 5-hour block."""
+    agent = _agent_param(params) or "claude-code"
+    native = _str_param(params, "session_id")
+    session_id = None
+    if native is not None:
+        session_id = native if native.startswith(agent + ":") else f"{agent}:{native}"
+    now = datetime.now(UTC)
+    day_start = _since(params, "day_start") or now.strftime("%Y-%m-%dT00:00:00.000Z")
+    return reader.usage_statusline(session_id, day_start, now)
+
+
 def findings_report(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     return reader.findings_report(since_ts=_since(params))
 
@@ -538,6 +567,8 @@ def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handl
         "documents.list": lambda reader, params: {"documents": reader.documents()},
         "findings.report": findings_report,
         "usage.summary": usage_summary,
+        "usage.report": usage_report,
+        "usage.statusline": usage_statusline,
         "search.query": search_query,
         "sessions.turns": sessions_turns,
         "sessions.timeline": sessions_timeline,

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import apsw
 
+from ..pricing.blocks import Block
+from ..pricing.cost import Cost, usd_float
+from ..pricing.usage import parse_ts
 from .aggregates import NONE
+from .costs import cost_json
 from .search import compile_query
-from .vocabulary import USAGE_FIELDS
+from .vocabulary import COST_FIELDS, USAGE_FIELDS
 from .where import E_COMMAND_FAILED, Where
 
 BLOCK_HOURS = 5  # Anthropic's plan limits are counted in 5-hour windows
@@ -26,46 +31,106 @@ TOP_EVENTS = 2000  # files.top groups the newest this many edits, and failed com
 TOP_FAILED = 1000  # (failed commands are read with their data: fewer)
 
 
-def usage_blocks(conn: apsw.Connection, since_ts: str, until_ts: str | None) -> dict[str, Any]:
-    """The usage events from ``since_ts`` (until ``until_ts``) in 5-hour blocks, as the
-    plans count them: a block starts at the hour of the first response after the
-    previous block ended and lasts 5 hours. Hourly sums are enough to place every
-    response exactly (a block starts and ends on the hour). Newest block first."""
+def hourly_costs(
+    conn: apsw.Connection, since_ts: str, until_ts: str | None, *, tokens: bool = True
+) -> list[dict[str, Any]]:
+    """The usage events from ``since_ts`` (until ``until_ts``) summed by UTC hour, in
+    hour order: ``h`` (``YYYY-MM-DDTHH``), responses, their costs (COST_FIELDS), the
+    first and last request's time, and the token counts unless ``tokens`` is False
+    (then no event's JSON is read: the status line's way)."""
     conditions = ["e.kind IN ('usage', 'secret', 'sensitive_read')", "e.kind = 'usage'",
                   "substr(e.ts, 1, 10) >= ?", "e.ts >= ?"]
     args: list[Any] = [since_ts[:10], since_ts]
     if until_ts:
         conditions += ["substr(e.ts, 1, 10) <= ?", "e.ts < ?"]
         args += [until_ts[:10], until_ts]
-    sums = ", ".join(f"SUM(COALESCE(j ->> '$.{f}', 0))" for f in USAGE_FIELDS)
+    fields = (*(USAGE_FIELDS if tokens else ()), *COST_FIELDS)
+    token_sums = [f"SUM(COALESCE(j ->> '$.{f}', 0))" for f in USAGE_FIELDS] if tokens else []
+    cost_sums = ["SUM(COALESCE(c.nusd, 0))", "SUM(COALESCE(c.est_nusd, 0))",
+                 "SUM(COALESCE(c.unpriced_tokens, j ->> '$.total_tokens', 0))"
+                 if tokens else "SUM(COALESCE(c.unpriced_tokens, 0))",
+                 "SUM(c.kind IS 'estimated')", "SUM(c.kind IS 'reported')"]
+    data = ", e.data j" if tokens else ""
     sql = (
-        f"WITH u AS MATERIALIZED (SELECT substr(e.ts, 1, 13) h, e.data j FROM events e"
+        f"WITH u AS MATERIALIZED (SELECT e.id, substr(e.ts, 1, 13) h, e.ts{data} FROM events e"
         f" WHERE {' AND '.join(conditions)})"
-        f" SELECT h, COUNT(*), {sums} FROM u GROUP BY h ORDER BY h"
+        f" SELECT h, COUNT(*), {', '.join([*token_sums, *cost_sums])}, MIN(ts), MAX(ts)"
+        " FROM u LEFT JOIN usage_costs c ON c.event_id = u.id GROUP BY h ORDER BY h"
     )
     with conn:
-        hours = list(conn.execute(sql, args))
-    blocks: list[dict[str, Any]] = []
+        rows = list(conn.execute(sql, args))
+    return [
+        {"h": h, "responses": int(n), **dict(zip(fields, (int(v or 0) for v in sums), strict=True)),
+         "first": first, "last": last}
+        for h, n, *sums, first, last in rows
+    ]
+
+
+def block_of(start: datetime, hours: list[dict[str, Any]], now: datetime) -> dict[str, Any]:
+    """A 5-hour block from its hours' sums: its start and end, responses, token counts
+    (when the hours have them), ``cost``, whether it is active at ``now``, and its burn
+    rate and projection by pricing/blocks.py's rules."""
+    responses = sum(h["responses"] for h in hours)
+    sums = {f: sum(h[f] for h in hours) for f in COST_FIELDS}
+    cost = cost_json(sums, responses)
+    block = Block(start, _moment(hours[0]["first"]) or start,
+                  _moment(hours[-1]["last"]) or start, _cost(cost, responses), 0)
+    out: dict[str, Any] = {"start": _iso(start), "end": _iso(block.end), "responses": responses,
+                           "active_hours": len(hours)}
+    if "total_tokens" in hours[0]:
+        out.update({f: sum(h[f] for h in hours) for f in USAGE_FIELDS})
+    rate = block.burn_usd_per_hour()
+    projected = block.projected_usd(now)
+    out.update({
+        "cost": cost,
+        "active": block.active(now),
+        "first": hours[0]["first"],
+        "last": hours[-1]["last"],
+        "burn_usd_per_hour": None if rate is None else usd_float(rate),
+        "projected": None if projected is None else {"usd": usd_float(projected),
+                                                     "kind": cost["kind"]},
+    })
+    return out
+
+
+def usage_blocks(conn: apsw.Connection, since_ts: str, until_ts: str | None) -> dict[str, Any]:
+    """The usage events from ``since_ts`` (until ``until_ts``) in 5-hour blocks, as the
+    plans count them: a block starts at the hour of the first response after the
+    previous block ended and lasts 5 hours. Hourly sums are enough to place every
+    response exactly (a block starts and ends on the hour). Newest block first, each
+    with its cost, and the active one with its burn rate and projection."""
+    now = datetime.now(UTC)
+    blocks = chain(hourly_costs(conn, since_ts, until_ts))
+    out = [block_of(start, hours, now) for start, hours in reversed(blocks)]
+    return {"since": since_ts, "until": until_ts, "hours": BLOCK_HOURS, "blocks": out}
+
+
+def chain(hours: list[dict[str, Any]]) -> list[tuple[datetime, list[dict[str, Any]]]]:
+    """Hours (hourly_costs') in 5-hour blocks, oldest first: a block starts at the hour
+    of the first response after the previous block ended."""
+    blocks: list[tuple[datetime, list[dict[str, Any]]]] = []
     end: datetime | None = None
-    for h, responses, *tokens in hours:
+    for hour in hours:
         try:
-            at = datetime.strptime(h, "%Y-%m-%dT%H").replace(tzinfo=UTC)
+            at = datetime.strptime(hour["h"], "%Y-%m-%dT%H").replace(tzinfo=UTC)
         except (TypeError, ValueError):
             continue
         if end is None or at >= end:
             end = at + timedelta(hours=BLOCK_HOURS)
-            blocks.append({"start": _iso(at), "end": _iso(end), "responses": 0,
-                           "active_hours": 0, **dict.fromkeys(USAGE_FIELDS, 0)})
-        b = blocks[-1]
-        b["responses"] += int(responses)
-        b["active_hours"] += 1
-        for f, v in zip(USAGE_FIELDS, tokens, strict=True):
-            b[f] += int(v or 0)
-    now = datetime.now(UTC)
-    for b in blocks:
-        b["active"] = _iso(now) < b["end"]
-    blocks.reverse()
-    return {"since": since_ts, "until": until_ts, "hours": BLOCK_HOURS, "blocks": blocks}
+            blocks.append((at, []))
+        blocks[-1][1].append(hour)
+    return blocks
+
+
+def _moment(ts: Any) -> datetime | None:
+    return parse_ts(ts) if isinstance(ts, str) else None
+
+
+def _cost(cost: dict[str, Any], responses: int) -> Cost:
+    """A block's cost as pricing's Cost (for its burn-rate rules)."""
+    usd = cost.get("usd")
+    return Cost(None if usd is None else Decimal(str(usd)), cost["kind"],
+                int(cost.get("unpriced_tokens", 0)), responses)
 
 
 def _iso(moment: datetime) -> str:

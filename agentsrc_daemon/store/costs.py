@@ -24,7 +24,7 @@ fingerprint) goes on from the mark."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 import orjson
@@ -179,25 +179,30 @@ def reprice_progress(conn: apsw.Connection) -> dict[str, Any] | None:
             "fraction": round(done / total, 4) if total else 0.0}
 
 
-def reprice_step(conn: apsw.Connection, cost_of: CostOf, chunk: int) -> bool:
+class Step(NamedTuple):
+    priced: int  # usage events priced again by this step
+    more: bool  # whether more is left
+
+
+def reprice_step(conn: apsw.Connection, cost_of: CostOf, chunk: int) -> Step:
     """Price up to ``chunk`` usage events above the mark again, in one transaction:
     the costs that changed written, the aggregates moved by the difference, the mark
-    advanced. Whether more is left."""
+    advanced. How many were priced, and whether more is left."""
     with conn:
-        more = _reprice_chunk(conn, cost_of, chunk)
-    return more
+        step = _reprice_chunk(conn, cost_of, chunk)
+    return step
 
 
-def _reprice_chunk(conn: apsw.Connection, cost_of: CostOf, chunk: int) -> bool:
+def _reprice_chunk(conn: apsw.Connection, cost_of: CostOf, chunk: int) -> Step:
     row = conn.execute("SELECT mark, target, done, total FROM usage_pricing").fetchone()
     if row is None:
-        return False
+        return Step(0, False)
     mark, target, done, total = row
     if target is None:
         target = _newest_usage(conn)
     if mark >= target:
         conn.execute("UPDATE usage_pricing SET target = ? WHERE id = 1", (target,))
-        return False
+        return Step(0, False)
     if total is None:
         counted = conn.execute(
             "SELECT COUNT(*) FROM events WHERE kind = 'usage' AND id > ? AND id <= ?",
@@ -217,7 +222,7 @@ def _reprice_chunk(conn: apsw.Connection, cost_of: CostOf, chunk: int) -> bool:
         "UPDATE usage_pricing SET mark = ?, target = ?, done = ?, total = ? WHERE id = 1",
         (mark, target, int(done) + len(rows), total),
     )
-    return bool(mark < target)
+    return Step(len(rows), bool(mark < target))
 
 
 def _changed(rows: list[Any], cost_of: CostOf) -> tuple[list[list[Any]], set[str]]:

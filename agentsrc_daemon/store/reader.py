@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from . import activity, breakdowns, reports, timeline
+from . import activity, breakdowns, costs, reports, timeline, usage_report
 from .connection import connect
 from .listings import RankedListings
 from .queries import events as event_pages
@@ -92,6 +93,10 @@ class Reader:
 
     def search_progress(self) -> dict[str, Any]:
         return status.search_progress(self.conn)
+
+    def reprice_progress(self) -> dict[str, Any] | None:
+        with self.snapshot():
+            return costs.reprice_progress(self.conn)
 
     # -- sessions (store/queries/sessions.py)
     def sessions(self, **filters: Any) -> list[dict[str, Any]]:
@@ -308,6 +313,18 @@ class Reader:
             return reports.usage_summary(
                 self.conn, since_ts=since_ts, until_ts=until_ts, project=project, agent=agent
             )
+
+    def usage_report(self, **kw: Any) -> dict[str, Any]:
+        """Usage and cost by one grouping (store/usage_report.py)."""
+        with self.snapshot():
+            return usage_report.usage_report(self.conn, **kw)
+
+    def usage_statusline(
+        self, session_id: str | None, day_start: str, now: datetime
+    ) -> dict[str, Any]:
+        """What the status line shows (store/usage_report.py)."""
+        with self.snapshot():
+            return usage_report.statusline(self.conn, session_id, day_start, now)
 
     # -- the web page's views (their SQL in timeline.py, activity.py, breakdowns.py)
     def session_timeline(self, session_id: str, **kw: Any) -> dict[str, Any]:

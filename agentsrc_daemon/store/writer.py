@@ -158,14 +158,14 @@ class Store:
         self.cost_of = cost_of
         return costs.begin_reprice(self.conn, fingerprint, at_start=at_start)
 
-    def reprice_step(self, chunk: int) -> bool:
-        """A chunk of the re-price in its own transaction (store/costs.py); whether more
-        is left."""
+    def reprice_step(self, chunk: int) -> costs.Step:
+        """A chunk of the re-price in its own transaction (store/costs.py): how many
+        usage events it priced again, and whether more is left."""
         if self.cost_of is None:
-            return False
-        more = costs.reprice_step(self.conn, self.cost_of, chunk)
+            return costs.Step(0, False)
+        step = costs.reprice_step(self.conn, self.cost_of, chunk)
         self._wal.check(self.conn)
-        return more
+        return step
 
     def close(self) -> None:
         self.conn.close()

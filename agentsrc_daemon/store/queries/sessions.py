@@ -10,9 +10,9 @@ from typing import Any
 import apsw
 import orjson
 
-from .. import activity
+from .. import activity, costs
 from ..search import compile_query
-from ..vocabulary import USAGE_FIELDS
+from ..vocabulary import COST_FIELDS, USAGE_FIELDS
 from ..where import Where
 from .search import EVENT_HIT_JOINS
 from .status import last_event_id
@@ -63,10 +63,30 @@ def session_dicts(conn: apsw.Connection, rows: Sequence[Sequence[Any]]) -> list[
             (ids,),
         )
     }
-    return [
-        _session_dict(row, int(subagents.get(row[0], 0)), *sources.get(row[0], (0, 0)))
-        for row in rows
-    ]
+    spent = session_costs(conn, ids)
+    out = []
+    for row in rows:
+        d = _session_dict(row, int(subagents.get(row[0], 0)), *sources.get(row[0], (0, 0)))
+        d["cost"] = spent.get(d["id"]) or costs.no_usage()
+        out.append(d)
+    return out
+
+
+def session_costs(conn: apsw.Connection, ids_json: str) -> dict[str, dict[str, Any]]:
+    """The ``cost`` of each session of a JSON array of ids that has usage: from the
+    usage groupings' per-session rows (one lookup each, store/usage_groups.py), its
+    reason when unpriced by whether the session has a model."""
+    return {
+        sid: costs.cost_json(dict(zip(COST_FIELDS, sums, strict=True)), responses,
+                             model_known=model is not None)
+        for sid, responses, model, *sums in conn.execute(
+            f"SELECT b.session_id, b.responses, s.model, {', '.join(f'b.{f}' for f in COST_FIELDS)}"
+            " FROM agg_usage_by b LEFT JOIN sessions s ON s.id = b.session_id"
+            " WHERE b.dim = 'session' AND b.value = X'' AND b.session_id IN"
+            " (SELECT value FROM json_each(?))",
+            (ids_json,),
+        )
+    }
 
 
 def _session_dict(row: Sequence[Any], subagents: int, sources: int, gone: int) -> dict[str, Any]:
