@@ -8,6 +8,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py cli [--runs 30]
+    .venv/bin/python bench/run.py statusline [--runs 300] [--requests 1500] [--store DIR]
     .venv/bin/python bench/run.py status [--copies 20] [--calls 1000] [--rounds 3] [--baseline TREE]
     .venv/bin/python bench/run.py startup --store DIR [--repeats 3]   (DIR: data/ and home/)
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
@@ -42,6 +43,7 @@ from agentsrc_daemon.errors import DaemonNotRunning
 from agentsrc_daemon.rpc.client import Client
 
 import scale
+import statusline
 from replicate import replicate  # bench/ is this script's own directory: on the path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -567,7 +569,7 @@ def copy_store_data(store: Path, workdir: Path) -> Path:
     daemon's."""
     workdir.mkdir(parents=True, exist_ok=True)
     data = Path(tempfile.mkdtemp(prefix="asl-data-", dir=workdir))
-    for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key"):
+    for name in ("agentsrc.db", "agentsrc.db-wal", "hash.key", "prices.json"):
         src = store / "data" / name
         if src.exists():
             shutil.copyfile(src, data / name)
@@ -1153,6 +1155,7 @@ def main() -> None:
     sz.add_argument("--baseline", default="main")
     sz.add_argument("--workdir", default="/tmp/agentsrc-bench-size")
     scale.add_parser(sub)
+    statusline.add_parser(sub)
     sub.add_parser("all")
     args = ap.parse_args()
     if args.cmd == "size":
@@ -1172,6 +1175,7 @@ def main() -> None:
          "latency": bench_latency, "idle": bench_idle, "sink": bench_sink, "cli": bench_cli,
          "status": bench_status,
          "startup": bench_startup, "scale": scale.bench_scale,
+         "statusline": statusline.bench_statusline,
          "answers": bench_answers}[args.cmd](args)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from agentsrc_daemon.cli import app
+from agentsrc_daemon.cli import app, render
 
 from harness import REPO, DaemonFactory, DaemonProcess, copy_tree
 
@@ -25,6 +25,7 @@ COMMANDS = [
     "events",
     "tail",
     "usage",
+    "statusline",
     "search",
     "log",
     "reads",
@@ -38,6 +39,7 @@ COMMANDS = [
     "install",
     "uninstall",
     "doctor",
+    "prices",  # groups of commands after the commands
     "service",
     "sink",
 ]
@@ -51,6 +53,9 @@ def test_commands_in_help_order() -> None:
     service = group.get_command(ctx, "service")
     assert isinstance(service, typer.core.TyperGroup)
     assert service.list_commands(ctx) == ["status"]
+    prices = group.get_command(ctx, "prices")
+    assert isinstance(prices, typer.core.TyperGroup)
+    assert prices.list_commands(ctx) == ["update"]
     sink = group.get_command(ctx, "sink")
     assert isinstance(sink, typer.core.TyperGroup)
     assert sink.list_commands(ctx) == ["init", "status"]
@@ -132,14 +137,18 @@ def test_status_and_sessions_load_no_heavy_module(daemon_factory: DaemonFactory)
     d.start()
     d.wait_live()
     for args in (["status"], ["sessions"], ["status", "--json"], ["sessions", "--json"],
-                 ["--socket", str(d.socket_path), "sessions", "--agent=muse", "--limit", "1"]):
+                 ["--socket", str(d.socket_path), "sessions", "--agent=muse", "--limit", "1"],
+                 ["--socket", str(d.socket_path), "statusline"]):
         result = _agentsrc(d, *args, importtime=True)
         assert result.returncode == 0, result.stderr[-2000:]
         loaded = _imported(result.stderr)
-        # `status` also says where a running web page is (web/url.py: os and orjson).
-        web = ["agentsrc_daemon.web", "agentsrc_daemon.web.url"] if args == ["status"] else []
+        # `status` also says where a running web page is (web/url.py: os and orjson);
+        # `statusline` with an option reads Claude Code's JSON and prints its line
+        # (cli/statusline.py; without one it loads less: tests/test_cost_cli.py).
+        more = {"status": ["agentsrc_daemon.web", "agentsrc_daemon.web.url"]}.get(
+            " ".join(args), ["agentsrc_daemon.cli.statusline"] if "statusline" in args else [])
         assert sorted(m for m in loaded if m.startswith("agentsrc_daemon")) == sorted(
-            FAST_PATH + web), args
+            FAST_PATH + more), args
         assert {m.split(".")[0] for m in loaded} & HEAVY == set(), args
         assert loaded & HEAVY == set(), args
     # --help and every other command are typer's.
@@ -182,9 +191,15 @@ def test_fast_path_prints_what_typer_prints(daemon_factory: DaemonFactory, tmp_p
     sessions = json.loads(_agentsrc(d, "sessions", "--json").stdout)
     assert len(sessions) == st["sessions"] == 3
     table = _agentsrc(d, "sessions").stdout.splitlines()
-    assert table[0].split() == ["SESSION", "LAST", "EVENT", "PROMPTS", "TOOLS", "MODEL", "CWD",
-                                "TITLE"]
+    assert table[0].split() == ["SESSION", "LAST", "EVENT", "PROMPTS", "TOOLS", "COST", "MODEL",
+                                "CWD", "TITLE"]
     assert [line.split()[0] for line in table[1:]] == [s["id"] for s in sessions]
+    # Each session's cost, as render.cost_text words it (the fixtures' Claude sessions
+    # name a model; the Muse one records no usage).
+    cost_at = table[0].index("COST")
+    assert [line[cost_at:table[0].index("MODEL")].strip() for line in table[1:]] == [
+        render.cost_text(s["cost"]) for s in sessions]
+    assert "unpriced (no usage recorded)" in [render.cost_text(s["cost"]) for s in sessions]
     page = _agentsrc(d, "sessions", "--limit", "2")
     assert len(page.stdout.splitlines()) == 3
     assert page.stderr.startswith("(more: --cursor ")

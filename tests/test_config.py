@@ -128,4 +128,10 @@ def test_only_config_reads_the_environment_and_no_test_hook_is_left() -> None:
                       enumerate(text.splitlines(), 1) if reads.search(line)]
         found += [f"{path.relative_to(package)}: AGENTSRC_TEST_" for _ in
                   re.findall(r"AGENTSRC_TEST_", text)]
-    assert found == []
+    # The one other read, with why: `agentsrc statusline`, which Claude Code runs every
+    # few hundred milliseconds, finds the socket as load_config does without importing
+    # the config module (10 to 25 ms of each run): cli/statusline.run hands os.environ
+    # to socket_path, which tests/test_statusline.py holds to load_config's answer.
+    elsewhere = [f for f in found if f.startswith("cli/statusline.py:")]
+    assert len(elsewhere) == 1
+    assert [f for f in found if f not in elsewhere] == []

@@ -280,13 +280,16 @@ def test_usage_command_prints_a_table_by_the_group_asked(busy_server: Server, tm
     by_day = runner.invoke(app, [*base, "--by", "day"], env=no_config)
     assert by_day.exit_code == 0, by_day.output
     lines = [line.split() for line in by_day.output.splitlines()]
-    assert lines[0][:3] == ["DAY", "SESSIONS", "RESPONSES"]
-    assert [(row[0], row[-1]) for row in lines[1:]] == [
-        ("2025-01-02", "160"), ("2025-01-01", "15"), ("(total)", "175")]
+    assert lines[0][:3] == ["DAY", "SESSIONS", "RESPONSES"] and lines[0][-2:] == ["TOTAL", "COST"]
+    # The columns: key, sessions, responses, five token counts, total, cost.
+    assert [(row[0], row[8], " ".join(row[9:])) for row in lines[1:]] == [
+        ("2025-01-02", "160", "unpriced"), ("2025-01-01", "15", "unpriced"),
+        ("(total)", "175", "unpriced")]  # a store given no prices: nothing priced yet
     as_json = runner.invoke(app, [*base, "--agent", "codex", "--json"], env=no_config)
     assert orjson.loads(as_json.output)["totals"]["total_tokens"] == 18
-    bad = runner.invoke(app, [*base, "--by", "week"], env=no_config)
-    assert (bad.exit_code, bad.output) == (1, "agentsrc: --by must be model, project, day or agent\n")
+    bad = runner.invoke(app, [*base, "--by", "year"], env=no_config)
+    assert (bad.exit_code, bad.output) == (1, "agentsrc: --by must be day, week, month, session,"
+                                              " project, model, agent or block\n")
 
 
 # ---- the connections' Readers ---------------------------------------------------------

@@ -124,3 +124,46 @@ def test_it_imports_neither_typer_nor_the_daemon() -> None:
             " or m.startswith('agentsrc_daemon.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['agentsrc_daemon.cli', 'agentsrc_daemon.cli.statusline']"
+
+
+# ---- the socket, found as load_config finds it ------------------------------------
+
+_SEGMENT = st.sampled_from(["a", "b", "run", "data dir", "..", ".", "x.sock", "é"])
+_PATHS = st.builds(
+    lambda lead, parts: lead + "/".join(parts),
+    st.sampled_from(["/tmp/", "/", "~/", "", "./"]),
+    st.lists(_SEGMENT, min_size=1, max_size=4),
+)
+_ENV_NAMES = ("HOME", "XDG_RUNTIME_DIR", "AGENTSRC_SOCKET", "AGENTSRC_DATA_DIR", "XDG_DATA_HOME")
+
+
+@settings(max_examples=400, deadline=None)
+@given(env=st.dictionaries(st.sampled_from(_ENV_NAMES), _PATHS), config_file=st.booleans())
+def test_the_socket_is_where_load_config_finds_it(env: dict[str, str], config_file: bool) -> None:
+    """cli/statusline.py finds the socket without the config module; where no
+    configuration file exists it must find the one load_config finds (up to the
+    normalization of ``..`` and ``.``, which name the same file), and with one it
+    leaves the question to load_config."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from agentsrc_daemon.cli.statusline import socket_path
+    from agentsrc_daemon.config import load_config
+    from agentsrc_daemon.errors import ConfigError
+
+    with tempfile.TemporaryDirectory() as cfg_home:
+        env = {**env, "XDG_CONFIG_HOME": cfg_home}
+        if config_file:
+            Path(cfg_home, "agentsrc").mkdir()
+            Path(cfg_home, "agentsrc", "config.toml").write_text("")
+        lean = socket_path(env)
+        if config_file:
+            assert lean is None
+            return
+        try:
+            full = str(load_config(env=env).socket_path)
+        except ConfigError:  # a socket path too long for AF_UNIX: load_config refuses it
+            return
+        assert lean is not None and os.path.normpath(lean) == os.path.normpath(full)
+    assert socket_path({**env, "AGENTSRC_CONFIG": "/etc/agentsrc.toml"}) is None

@@ -11,9 +11,11 @@ modules, which attach their commands to it.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing is not imported: `agentsrc statusline` pays every import
 if TYPE_CHECKING:
+    from typing import Any
+
     import typer
 
 __all__ = ["app", "load_app", "main"]
@@ -26,6 +28,7 @@ def load_app() -> typer.Typer:
     # isort: off
     from . import daemon  # noqa: F401  run, status
     from . import sessions  # noqa: F401  sessions, show, events, tail, usage
+    from . import costs  # noqa: F401  statusline, prices
     from . import search  # noqa: F401  search
     from . import files  # noqa: F401  reads, edits, commands, files
     from . import findings  # noqa: F401  findings, report
@@ -47,6 +50,14 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["statusline"]:
+        # Claude Code runs it every few hundred milliseconds: answered before the fast
+        # path's imports (cli/statusline.py), which hands back what it cannot answer.
+        from .statusline import run as statusline
+
+        code = statusline(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     from .fast import run
 
     code = run(sys.argv[1:])

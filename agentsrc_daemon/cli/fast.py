@@ -1,5 +1,6 @@
 """The query commands a person types most, answered without typer: ``agentsrc status``
-and ``agentsrc sessions``.
+and ``agentsrc sessions``; and ``agentsrc statusline``, which Claude Code runs every few
+hundred milliseconds.
 
 Importing typer (and through it click, rich, pydantic) costs several times what the
 query itself does (docs/performance.md, "CLI, start-up and idle at scale"), so
@@ -41,10 +42,12 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
         {"agent", "project", "cwd", "since", "until", "model", "search", "sort", "limit",
          "cursor"}
     ),
+    "statusline": frozenset(),
 }
 FLAGS: dict[str, frozenset[str]] = {
     "status": frozenset({"json", "wait"}),
     "sessions": frozenset({"json", "relative"}),
+    "statusline": frozenset(),
 }
 
 
@@ -122,6 +125,8 @@ def _out(lines: list[str], stream: Any) -> None:
 
 def answer(query: Query) -> int:
     """Run ``query``; its exit status."""
+    if query.command == "statusline":
+        return statusline(query.config)
     try:
         cfg = load_config(**query.config)
     except AgentsrcError as exc:
@@ -151,6 +156,25 @@ def answer(query: Query) -> int:
     _out(table, sys.stdout)
     sys.stdout.flush()
     _out(hint, sys.stderr)
+    return 0
+
+
+def statusline(config: dict[str, Any]) -> int:
+    """``agentsrc statusline`` with options or a configuration file (cli/statusline.py
+    answers it without them): the socket from load_config. Always exit 0: the line says
+    when the daemon cannot answer, and Claude Code shows whatever it prints."""
+    from datetime import datetime
+
+    from . import statusline as sl
+
+    inp = sl.read_stdin()
+    try:
+        path = str(load_config(**config).socket_path)
+    except AgentsrcError as exc:
+        line = sl.format_fallback(inp, str(exc))
+    else:
+        line = sl.line_for(inp, path, datetime.now().astimezone())
+    sys.stdout.write(line + "\n")
     return 0
 
 

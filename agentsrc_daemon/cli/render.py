@@ -179,6 +179,25 @@ def sessions_params(
     return params
 
 
+def cost_text(cost: Any) -> str:
+    """A ``cost`` object (docs/protocol.md) for a person: ``$4.09``; its kind when it is
+    not our estimate (``$1.77 reported``, ``$60.81 mixed``); ``+ 53,077,637 tokens
+    unpriced`` when the figure leaves tokens out; ``unpriced (no model recorded)``."""
+    if not isinstance(cost, dict):
+        return ""
+    kind, usd = cost.get("kind"), cost.get("usd")
+    reason = cost.get("reason")
+    if kind == "unpriced" or not isinstance(usd, int | float) or isinstance(usd, bool):
+        return f"unpriced ({reason})" if reason else "unpriced"
+    text = f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:,.4f}"
+    if kind != "estimated":
+        text += f" {kind}"
+    missing = cost.get("unpriced_tokens")
+    if isinstance(missing, int) and missing:
+        text += f" + {missing:,} tokens unpriced"
+    return text
+
+
 def sessions_lines(page: dict[str, Any], relative: bool) -> tuple[list[str], list[str]]:
     """``agentsrc sessions`` for a person: the table (stdout) and the next page's hint
     (stderr)."""
@@ -189,13 +208,14 @@ def sessions_lines(page: dict[str, Any], relative: bool) -> tuple[list[str], lis
                 local_time(s.get("last_event_at"), relative),
                 s.get("prompts"),
                 s.get("tool_calls"),
+                short(cost_text(s.get("cost")), 28),
                 short(s.get("model"), 20),
                 short(s.get("cwd"), 40),
                 short(s.get("title"), 40),
             ]
             for s in page["sessions"]
         ],
-        ["SESSION", "LAST EVENT", "PROMPTS", "TOOLS", "MODEL", "CWD", "TITLE"],
+        ["SESSION", "LAST EVENT", "PROMPTS", "TOOLS", "COST", "MODEL", "CWD", "TITLE"],
     )
     hint = [f"(more: --cursor {page['next_cursor']})"] if page.get("next_cursor") else []
     return table, hint

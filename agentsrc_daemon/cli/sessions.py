@@ -11,7 +11,7 @@ import typer
 
 from ..rpc.client import Client
 from .output import EXIT_DROPPED, emit_json, fail, print_table, reporting_daemon_errors, short
-from .render import sessions_lines, sessions_params
+from .render import cost_text, local_time, sessions_lines, sessions_params
 from .typer_app import app, call, get_config
 
 
@@ -56,6 +56,7 @@ def show(session: str, json: bool = typer.Option(False, "--json")) -> None:
                 "subagents", "compactions", "errors", "source_state"):
         typer.echo(f"{key + ':':<15}{short(s.get(key), 100)}")
     typer.echo(f"{'tokens:':<15}" + ", ".join(f"{k}={v}" for k, v in s["tokens"].items()))
+    typer.echo(f"{'cost:':<15}{cost_text(s.get('cost'))}")
     typer.echo(f"{'turns:':<15}{len(s['turns'])}")
     if s.get("parent_session_id"):
         typer.echo(f"{'parent:':<15}{s['parent_session_id']}")
@@ -200,29 +201,73 @@ def tail(
         return
 
 
+USAGE_BYS = ("day", "week", "month", "session", "project", "model", "agent", "block")
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+                "reasoning_tokens", "total_tokens")
+TOKEN_HEADERS = ["INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "REASONING", "TOTAL"]
+
+
 @app.command()
 def usage(
     since: str | None = typer.Option(None, "--since", help="7d, 12h, 30m or ISO time."),
     until: str | None = typer.Option(None, "--until", help="Before this: a duration or ISO time."),
     project: str | None = typer.Option(None, "--project", help="Project root."),
     agent: str | None = typer.Option(None, "--agent"),
-    by: str = typer.Option("model", "--by", help="model, project, day or agent."),
+    by: str = typer.Option(
+        "model", "--by",
+        help="day, week, month, session, project, model, agent or block (5-hour windows)."),
+    limit: int = typer.Option(50, "--limit", help="At most this many rows."),
     json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Tokens used, in total and by model, project, day or agent."""
-    if by not in ("model", "project", "day", "agent"):
-        fail("--by must be model, project, day or agent")
+    """Tokens and cost by model, day, week, month, session, project, agent or block."""
+    if by not in USAGE_BYS:
+        fail("--by must be " + ", ".join(USAGE_BYS[:-1]) + " or block")
+    if by == "block":
+        _usage_blocks(since, until, limit, json)
+        return
     params = {k: v for k, v in (("since", since), ("until", until), ("project", project),
                                 ("agent", agent)) if v}
-    r = call("usage.summary", params)
+    r = call("usage.report", {**params, "by": by, "limit": limit})
     if json:
         emit_json(r)
         return
-    fields = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
-              "reasoning_tokens", "total_tokens")
-    rows = [[short(row[by], 50), row["sessions"], row["responses"], *(row[f] for f in fields)]
-            for row in r[f"by_{by}"]]
-    rows.append(["(total)", r["totals"]["sessions"], r["totals"]["responses"],
-                 *(r["totals"][f] for f in fields)])
-    print_table(rows, [by.upper(), "SESSIONS", "RESPONSES", "INPUT", "OUTPUT", "CACHE READ",
-                       "CACHE WRITE", "REASONING", "TOTAL"])
+    rows = [[_usage_key(by, row), row["sessions"], row["responses"],
+             *(row[f] for f in TOKEN_FIELDS), cost_text(row["cost"])] for row in r["rows"]]
+    totals = r["totals"]
+    rows.append(["(total)", totals["sessions"], totals["responses"],
+                 *(totals[f] for f in TOKEN_FIELDS), cost_text(totals["cost"])])
+    print_table(rows, [by.upper(), "SESSIONS", "RESPONSES", *TOKEN_HEADERS, "COST"])
+
+
+def _usage_key(by: str, row: dict[str, Any]) -> str:
+    """A row's key for a person: a model that none was recorded for says so (its cost
+    says it is unpriced), a session with its agent's model and title."""
+    key = row.get(by)
+    if key is None:
+        return "(none recorded)" if by == "model" else "(unknown)"
+    if by == "session":
+        return short(f"{key}  {row.get('title') or ''}", 70)
+    return short(key, 50)
+
+
+def _usage_blocks(since: str | None, until: str | None, limit: int, json: bool) -> None:
+    """``usage --by block``: the 5-hour windows, newest first, the active one with its
+    burn rate, its projection and the time left."""
+    params = {k: v for k, v in (("since", since or "2d"), ("until", until)) if v}
+    r = call("usage.blocks", params)
+    r["blocks"] = r["blocks"][:limit]
+    if json:
+        emit_json(r)
+        return
+    rows = []
+    for b in r["blocks"]:
+        note = ""
+        if b["active"]:
+            note = "now"
+            if b.get("burn_usd_per_hour") is not None:
+                note += f", ${b['burn_usd_per_hour']:,.2f}/h"
+            if b.get("projected"):
+                note += f", projected {cost_text(b['projected'])}"
+        rows.append([local_time(b["start"]), local_time(b["end"])[11:], b["responses"],
+                     b["total_tokens"], cost_text(b["cost"]), note])
+    print_table(rows, ["BLOCK START", "END", "RESPONSES", "TOKENS", "COST", ""])

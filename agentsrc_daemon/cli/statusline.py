@@ -12,45 +12,78 @@ line it prints. The line: the model, this session's cost, today's cost, the curr
 
 Everything read from stdin or the socket is hostile text on a terminal: control
 characters are dropped and names are cut, so nothing can move the cursor or recolour
-the screen. The standard library and orjson only: this runs on every refresh, where
-typer's import alone would cost 0.25 s.
+the screen.
 
-The socket method, for the daemon's side (phase 2: docs/usage.md, "statusline"):
-``usage.statusline`` with ``{"agent": "claude-code", "session_id": <native id>,
-"day_start": <ISO time of the local midnight>}``, answered with ``{"session": {"cost":
-COST, "tokens": N} | null, "today": {"cost": COST, "tokens": N}, "block": {"start":
-ISO, "end": ISO, "cost": COST, "burn_usd_per_hour": float | null, "projected": COST |
-null} | null}``, each COST the shared ``{"usd", "kind"}`` object."""
+It runs on every refresh, so ``agentsrc statusline`` is answered here, before the CLI's
+fast path (cli/__init__.py), with what the interpreter has or loads in a few
+milliseconds: the standard library's ``json`` and ``socket`` (orjson's import alone
+loads dataclasses, enum and inspect: 15-20 ms; pathlib 12 ms; the config module 10 ms),
+the socket found as ``config.load_config`` finds it (``socket_path``; with a
+configuration file, which may name another, the fast path asks load_config itself),
+and one JSON-RPC request over it (bench/statusline.py: the whole process's wall time).
+
+The socket method (docs/protocol.md): ``usage.statusline`` with ``{"agent":
+"claude-code", "session_id": <native id>, "day_start": <ISO time of the local
+midnight>}``, answered with ``{"session": {"cost": COST, "tokens": N} | null, "today":
+{"cost": COST}, "block": {"start": ISO, "end": ISO, "cost": COST, "burn_usd_per_hour":
+float | null, "projected": COST | null} | null}``, each COST the shared ``{"usd",
+"kind"}`` object. cli/fast.py runs it, without typer."""
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+import os
+import sys
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-import orjson
+TYPE_CHECKING = False  # typing itself is not imported at run time (3 ms)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 METHOD = "usage.statusline"
 AGENT = "claude-code"
+# How long the line waits for the daemon: Claude Code runs the command again within a
+# second, and a slow answer is worse than the fallback line.
+TIMEOUT_S = 0.5
 MAX_MODEL_CHARS = 32
 SEP = " · "
 
 
-@dataclass(frozen=True, slots=True)
 class StatusInput:
-    session_id: str | None = None
-    model: str | None = None  # display_name, else id
-    cwd: str | None = None
-    own_cost_usd: float | None = None  # Claude Code's own estimate (cost.total_cost_usd)
+    """What the status-line JSON says (a plain class: dataclasses costs 10 ms to import)."""
+
+    __slots__ = ("session_id", "model", "cwd", "own_cost_usd")
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        model: str | None = None,  # display_name, else id
+        cwd: str | None = None,
+        own_cost_usd: float | None = None,  # Claude Code's own estimate (cost.total_cost_usd)
+    ) -> None:
+        self.session_id, self.model, self.cwd, self.own_cost_usd = session_id, model, cwd, own_cost_usd
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.session_id, self.model, self.cwd, self.own_cost_usd)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StatusInput) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "StatusInput({}, {}, {}, {})".format(*map(repr, self._fields()))
 
 
 def parse_input(raw: bytes) -> StatusInput:
     """What the status-line JSON says; nothing when it is not an object (an empty stdin,
-    a newer shape): the line is still printed."""
+    a newer shape, bytes that are not JSON): the line is still printed."""
     try:
-        doc = orjson.loads(raw) if raw.strip() else None
-    except orjson.JSONDecodeError:
+        doc = json.loads(raw) if raw.strip() else None
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested beyond reason
         doc = None
     if not isinstance(doc, dict):
         return StatusInput()
@@ -166,3 +199,126 @@ def _time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+# ---- the command: the socket as load_config finds it, one request ------------------
+
+
+def socket_path(env: Mapping[str, str]) -> str | None:
+    """The daemon's socket as ``config.load_config`` resolves it with no flag and no
+    configuration file: $AGENTSRC_SOCKET, else the runtime directory's (config.
+    runtime_dir: $XDG_RUNTIME_DIR, else logind's /run/user/<uid> when private), else
+    the data directory's. None when a configuration file exists (it may name another
+    socket or data directory: load_config reads it). tests/test_statusline.py holds the
+    two to the same answer."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    home = _as_path(home if os.path.isabs(home) else os.getcwd() + "/" + home)
+    if env.get("AGENTSRC_CONFIG"):
+        return None
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    if os.path.exists(os.path.join(base, "agentsrc", "config.toml")):
+        return None
+    if env.get("AGENTSRC_SOCKET"):
+        return _expand(env["AGENTSRC_SOCKET"], home)
+    runtime = env.get("XDG_RUNTIME_DIR") or _logind_runtime_dir()
+    if runtime:
+        return os.path.join(runtime, "agentsrc", "agentsrc.sock")
+    if env.get("AGENTSRC_DATA_DIR"):
+        data = _expand(env["AGENTSRC_DATA_DIR"], home)
+    else:
+        data = os.path.join(os.path.abspath(env.get("XDG_DATA_HOME") or os.path.join(
+            home, ".local", "share")), "agentsrc")
+    return os.path.join(data, "agentsrc.sock")
+
+
+def _as_path(text: str) -> str:
+    """``str(Path(text))`` on POSIX without pathlib (12 ms to import): empty and ``.``
+    parts dropped, ``..`` kept, a leading ``//`` kept as POSIX says."""
+    lead = "//" if text.startswith("//") and not text.startswith("///") else (
+        "/" if text.startswith("/") else "")
+    parts = [p for p in text.split("/") if p and p != "."]
+    return lead + "/".join(parts) if lead or parts else "."
+
+
+def _expand(value: str, home: str) -> str:
+    """config._expand's rule: ``~`` is the home, $VARIABLES expanded, made absolute."""
+    if value == "~" or value.startswith("~/"):
+        value = home + value[1:]
+    return os.path.abspath(os.path.expandvars(value))
+
+
+def _logind_runtime_dir() -> str | None:
+    import stat
+
+    path = f"/run/user/{os.getuid()}"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return path
+
+
+class _NoAnswer(Exception):
+    pass
+
+
+def ask(path: str, params: dict[str, Any], timeout: float = TIMEOUT_S) -> dict[str, Any]:
+    """One ``usage.statusline`` request over the socket (a line of JSON-RPC each way).
+    Raises _NoAnswer with what the line says when the daemon cannot answer."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(path)
+        except OSError:
+            raise _NoAnswer("daemon not running") from None
+        request = {"jsonrpc": "2.0", "id": 1, "method": METHOD, "params": params}
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        buf = b""
+        while b"\n" not in buf:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise _NoAnswer("the daemon closed the connection")
+            buf += chunk
+    except TimeoutError:
+        raise _NoAnswer(f"no answer in {timeout:g} s") from None
+    except OSError as exc:
+        raise _NoAnswer(str(exc)) from None
+    finally:
+        sock.close()
+    msg = json.loads(buf.split(b"\n", 1)[0])
+    if isinstance(msg, dict) and isinstance(msg.get("result"), dict):
+        result: dict[str, Any] = msg["result"]
+        return result
+    error = msg.get("error") if isinstance(msg, dict) else None
+    raise _NoAnswer(str(error.get("message")) if isinstance(error, dict) else "a bad answer")
+
+
+def line_for(inp: StatusInput, path: str, now: datetime) -> str:
+    """The line to print: from the daemon's answer, or the fallback saying why not."""
+    try:
+        return format_line(inp, ask(path, request_params(inp, now)), now)
+    except _NoAnswer as exc:
+        return format_fallback(inp, str(exc))
+
+
+def read_stdin() -> StatusInput:
+    raw = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+    return parse_input(raw)
+
+
+def run(argv: list[str]) -> int | None:
+    """``agentsrc statusline`` (no option) answered here; None for anything else, or
+    when a configuration file may name the socket (the fast path's, cli/fast.py)."""
+    if argv != ["statusline"]:
+        return None
+    path = socket_path(os.environ)
+    if path is None:
+        return None
+    inp = read_stdin()
+    sys.stdout.write(line_for(inp, path, datetime.now().astimezone()) + "\n")
+    return 0
