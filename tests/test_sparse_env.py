@@ -53,6 +53,11 @@ try:
     r = subprocess.run([*cli, "search", "--json", "flaky"], env=base, cwd=repo,
                        capture_output=True, text=True)
     out["search"] = [r.returncode, json.loads(r.stdout) if r.returncode == 0 else r.stderr]
+    claude_code = json.dumps({"session_id": "11111111-2222-4333-8444-555555555555",
+                              "model": {"display_name": "Sonnet"}})
+    r = subprocess.run([*cli, "statusline"], env=base, cwd=repo, input=claude_code,
+                       capture_output=True, text=True)
+    out["statusline"] = [r.returncode, r.stdout, r.stderr]
     mcp = subprocess.Popen([*cli, "mcp", "--all-projects"], env=base, cwd=home,
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     def send(msg):
@@ -117,6 +122,10 @@ def test_every_client_reaches_the_daemon_with_only_six_variables(tmp_path: Path)
     assert code == 0, search
     assert {h["session_id"] for h in search["hits"]} == {
         "claude-code:11111111-2222-4333-8444-555555555555"}
+    # Claude Code's status line, run with only the six variables, reaches the daemon.
+    code, line, err = out["statusline"]
+    assert (code, err) == (0, "")
+    assert line.startswith("Sonnet · session $") and "agentsrc:" not in line, line
     assert out["mcp"].get("isError") is not True, out["mcp"]
     assert "11111111-2222-4333-8444-555555555555" in orjson.dumps(out["mcp"]).decode()
     status_code, body = out["web"]
