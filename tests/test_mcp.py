@@ -317,6 +317,12 @@ def test_every_tool_answers_from_the_record_with_exact_values(
             a = await call("get_session", session_id=SID_A[:8])
             assert (a["session"]["prompts"], a["session"]["tool_calls"]) == (1, 3)
             assert a["session"]["tokens"]["input_tokens"] == 50
+            # Each session's cost and its kind, as the daemon gives it: a model the price
+            # table does not know is unpriced, with its tokens and why, never $0.
+            assert a["session"]["cost"] == {
+                "usd": None, "kind": "unpriced", "unpriced_tokens": 50 + 23,
+                "reason": "model not in the price table"}
+            assert s["sessions"][3]["cost"] == a["session"]["cost"]
             assert a["session"]["kinds"]["command"] == 1
             assert ids(a["turns"], "turn_id") == ["a-p1"] and a["turn_count"] == 1
             outside = await call("get_session", session_id=DEMO_SESSION)
@@ -325,6 +331,9 @@ def test_every_tool_answers_from_the_record_with_exact_values(
             assert "all_projects: true" in outside
             demo_session = await call("get_session", session_id=DEMO_SESSION, all_projects=True)
             assert demo_session["session"]["title"] == "Flaky test fix"
+            demo_cost = demo_session["session"]["cost"]
+            assert demo_cost == d.call("sessions.get", {"id": DEMO_SESSION})["session"]["cost"]
+            assert demo_cost["kind"] == "estimated" and demo_cost["usd"] > 0
             assert ids(await walk(call, "get_session", "turns", session_id=DEMO_SESSION,
                                   all_projects=True, limit=1), "turn_id") == (
                 ids(demo_session["turns"], "turn_id"))
@@ -419,6 +428,13 @@ def test_every_tool_answers_from_the_record_with_exact_values(
             assert u["totals"]["input_tokens"] == 50 + 102
             assert u["totals"]["output_tokens"] == 23 + 52
             assert u["totals"]["sessions"] == 2
+            assert u["totals"]["cost"] == {"usd": None, "kind": "unpriced",
+                                           "unpriced_tokens": 152 + 75}
+            assert [(m["model"], m["cost"]["kind"], m["cost"]["unpriced_tokens"]) for m in u["by_model"]] == [
+                ("claude-other", "unpriced", 102 + 52), ("claude-test", "unpriced", 50 + 23)]
+            everywhere = (await call("usage_summary", all_projects=True))["totals"]["cost"]
+            assert everywhere == d.call("usage.summary", {})["totals"]["cost"]
+            assert everywhere["kind"] == "mixed" and everywhere["usd"] > 0
             assert [(m["model"], m["input_tokens"]) for m in u["by_model"]] == [
                 ("claude-other", 102), ("claude-test", 50)]
             assert [(r["day"], r["output_tokens"]) for r in u["by_day"]] == [

@@ -216,7 +216,7 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         list_sessions: (
             "List coding-agent sessions (Claude Code, Codex, Muse, Gemini CLI, Copilot CLI, "
             "OpenCode), most recently active first (or by start, tokens, tool calls): id, agent, title, project, model, times, "
-            "counts of prompts, tool calls and errors, tokens, parent session."
+            "counts of prompts, tool calls and errors, tokens, cost, parent session."
         ),
         get_session: (
             "One session's facts: agent, model, project, times, counts, tokens, event counts "
@@ -244,9 +244,12 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
             "secret has the same hash). Never the value: the record does not hold it."
         ),
         usage_summary: (
-            "Tokens used (input, output, cache read and write, reasoning, total), in total "
-            "and by model, project, day (UTC, newest first) and agent, with the sessions and "
-            "model responses counted."
+            "Tokens used (input, output, cache read and write, reasoning, total) and what "
+            "they cost, in total and by model, project, day (UTC, newest first) and agent, "
+            "with the sessions and model responses counted. Each cost is {usd, kind}: "
+            "estimated (priced from a price table), reported (the agent's own figure), "
+            "unpriced (usd null: the model is unknown, with unpriced_tokens and a reason) "
+            "or mixed."
         ),
     }
     tools = []

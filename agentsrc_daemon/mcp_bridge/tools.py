@@ -252,6 +252,7 @@ def _session_brief(s: dict[str, Any]) -> dict[str, Any]:
         "tool_calls": s.get("tool_calls"),
         "errors": s.get("errors"),
         "total_tokens": (s.get("tokens") or {}).get("total_tokens"),
+        "cost": s.get("cost"),  # {"usd", "kind"}, as every surface shows a cost
         "parent_session_id": s.get("parent_session_id"),
         "source_state": s.get("source_state"),
     }
