@@ -123,6 +123,38 @@ def assert_complete(ch: ClickHouseServer, db: str, d: DaemonProcess, host: str =
                          f" FROM {db}.sessions FINAL WHERE host = '{host}'")
     }
     assert got == sessions
+    assert_costs(ch, db, d, host)
+
+
+def assert_costs(ch: ClickHouseServer, db: str, d: DaemonProcess, host: str = "h1") -> None:
+    """Each session's cost on the server is the daemon's (its kind, dollars, estimate
+    beside reported costs, unpriced tokens), and the usage events' dollars add up to
+    them (to the micro-dollar a row)."""
+    local_costs = {r["session"]: r["cost"] for r in d.call(
+        "usage.report", {"by": "session", "limit": 10_000})["rows"]}
+    rows = ch.rows(f"SELECT session_id, cost_usd, cost_kind, estimated_usd, unpriced_tokens"
+                   f" FROM {db}.sessions FINAL WHERE host = '{host}'")
+    server = {r["session_id"]: r for r in rows}
+    assert set(local_costs) <= set(server)
+    for sid in set(server) - set(local_costs):  # no usage recorded: unpriced, not $0
+        assert (server[sid]["cost_usd"], server[sid]["cost_kind"]) == (None, "unpriced"), sid
+    for sid, cost in local_costs.items():
+        r = server[sid]
+        assert r["cost_kind"] == cost["kind"], sid
+        # Float64 on the server: equal to the micro-dollar the socket rounds to.
+        if cost["usd"] is None:
+            assert r["cost_usd"] is None, sid
+        else:
+            assert float(r["cost_usd"]) == pytest.approx(cost["usd"], abs=1e-9), sid
+        assert int(r["unpriced_tokens"]) == cost.get("unpriced_tokens", 0), sid
+        if "estimated_usd" in cost:
+            assert float(r["estimated_usd"]) == pytest.approx(cost["estimated_usd"], abs=1e-9), sid
+    for r in ch.rows(f"SELECT session_id, sum(cost_usd) AS usd, count() AS n,"
+                     f" sum(unpriced_tokens) AS unpriced FROM {db}.events FINAL"
+                     f" WHERE host = '{host}' AND kind = 'usage' GROUP BY session_id"):
+        cost = local_costs[r["session_id"]]
+        assert abs(float(r["usd"] or 0) - (cost["usd"] or 0)) <= 1e-6 * int(r["n"]), r
+        assert int(r["unpriced"]) == cost.get("unpriced_tokens", 0), r
 
 
 def test_corpus_backfill_arrives_complete(
@@ -134,7 +166,7 @@ def test_corpus_backfill_arrives_complete(
     configure_sink(d, clickhouse.url, db, level="text")
     d.start()
     s = wait_synced(d)
-    assert s["schema_version"] == 1 and s["last_error"] is None and s["lag_seconds"] == 0
+    assert s["schema_version"] == 2 and s["last_error"] is None and s["lag_seconds"] == 0
     assert_complete(clickhouse, db, d)
     raw, final = counts(clickhouse, db, "events")
     assert raw == final  # nothing was sent twice
@@ -197,8 +229,8 @@ def test_kill_9_in_the_middle_of_a_push_loses_and_doubles_nothing(
         d = daemon_factory(home)
         configure_sink(d, proxy.url, db, batch_rows=1000, timeout=120)
         out = d.cli("sink", "init").stdout
-        assert f"database {db}: schema migrated from 0 to version 1" in out
-        assert "already at version 1" in d.cli("sink", "init").stdout  # idempotent
+        assert f"database {db}: schema migrated from 0 to version 2" in out
+        assert "already at version 2" in d.cli("sink", "init").stdout  # idempotent
         # The server's answers to INSERTs are dropped: the first batch is written on the
         # server, and the daemon never hears so. It is killed while it waits.
         proxy.swallow_inserts.set()
@@ -308,3 +340,34 @@ def test_what_each_level_sends_and_no_secret_value_at_any(
         assert message[0]["text"] == whole_text
         assert "deploy with key [REDACTED:AWS Access Key] please" in {t["text"] for t in texts}
         assert {t["kind"] for t in texts} >= {"prompt", "message"}
+
+
+def test_a_reprice_reaches_the_server(
+    tmp_path: Path, daemon_factory: DaemonFactory, clickhouse: ClickHouseServer, db: str
+) -> None:
+    """Prices changed on reload: the stored costs priced again reach the server, the
+    events already sent sent again with their new cost, and their sessions' totals."""
+    home = tmp_path / "home"
+    copy_tree(corpus_home() / ".claude", home / ".claude")
+    d = daemon_factory(home)
+    configure_sink(d, clickhouse.url, db)
+    d.start()
+    wait_synced(d)
+    e2e4 = "claude-code:e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06"
+
+    def server_cost() -> tuple[Any, str]:
+        (r,) = clickhouse.rows(f"SELECT cost_usd, cost_kind FROM {db}.sessions FINAL"
+                               f" WHERE session_id = '{e2e4}'")
+        return (None if r["cost_usd"] is None else round(float(r["cost_usd"]), 6), r["cost_kind"])
+
+    assert server_cost() == (4.086012, "estimated")
+    config = d.run_dir / "config" / "agentsrc" / "config.toml"
+    config.write_text(config.read_text() + '[prices.models."claude-*"]\ninput = 0\noutput = 0\n')
+    d.send_signal(signal.SIGHUP)
+    wait_for(lambda: d.call("status")["reprice"] is None and d.call("status")["prices"]
+             ["fingerprint"] != "" and synced(d) and server_cost() == (0.0, "estimated"),
+             timeout=60, interval=0.2)
+    (usage,) = clickhouse.rows(f"SELECT sum(cost_usd) AS usd, count() AS n FROM {db}.events FINAL"
+                               f" WHERE session_id = '{e2e4}' AND kind = 'usage'")
+    assert (float(usage["usd"]), int(usage["n"])) == (0.0, 73)
+    assert_costs(clickhouse, db, d)

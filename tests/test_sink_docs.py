@@ -120,6 +120,16 @@ S_A1 = "claude-code:a1a1a1a1-0000-4000-8000-000000000001"
 S_A2 = "claude-code:a2a2a2a2-0000-4000-8000-000000000002"
 S_B1 = "claude-code:b1b1b1b1-0000-4000-8000-000000000003"
 D = DAY.strftime("%Y-%m-%d")
+# The made-up models' prices, per million tokens (docs/usage.md, "Overriding prices").
+PRICES = """
+[prices.models."m-large"]
+input = 10
+output = 40
+
+[prices.models."m-small"]
+input = 1
+output = 2
+"""
 
 EXPECTED: dict[str, list[dict[str, Any]]] = {
     "Findings by type and developer this week": [
@@ -138,6 +148,20 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
     "Tokens per model per day": [
         {"day": D, "model": "m-large", "input": "650", "output": "100", "total": "750"},
         {"day": D, "model": "m-small", "input": "1630", "output": "170", "total": "1800"},
+    ],
+    # The two models priced by the daemons' [prices] (PRICES below): m-large at $10 in,
+    # $40 out per million tokens, m-small at $1 and $2.
+    "Cost per person and model": [
+        {"user": "ana", "model": "m-large", "usd": 0.0105, "responses": "4", "unpriced": "0"},
+        {"user": "bo", "model": "m-small", "usd": 0.00192, "responses": "3", "unpriced": "0"},
+        {"user": "ana", "model": "m-small", "usd": 0.00005, "responses": "2", "unpriced": "0"},
+    ],
+    "Cost per day": [
+        {"day": D, "usd": 0.01247, "unpriced_tokens": "0", "people": "2"},
+    ],
+    "Cost per project": [
+        {"project_root": "/work/shop", "usd": 0.01242, "sessions": "2", "people": "2"},
+        {"project_root": "/work/blog", "usd": 0.00005, "sessions": "1", "people": "1"},
     ],
     "Tokens per person and model": [
         {"user": "bo", "model": "m-small", "total": "1760", "responses": "3"},
@@ -208,6 +232,8 @@ def team_db(clickhouse: ClickHouseServer, tmp_path_factory: pytest.TempPathFacto
             d = DaemonProcess(home)
             made.append(d)
             configure_sink(d, clickhouse.url, db, host_label=f"laptop-{user}", user_label=user)
+            config = d.run_dir / "config" / "agentsrc" / "config.toml"
+            config.write_text(config.read_text() + PRICES)
             d.start()
             wait_synced(d)
             events[f"laptop-{user}"] = d.call("status")["events"]

@@ -302,11 +302,20 @@ def chdb(clickhouse: ClickHouseServer) -> Iterator[str]:
 def test_schema_init_is_idempotent_and_versioned(clickhouse: ClickHouseServer, chdb: str) -> None:
     client = ClickHouse(clickhouse.url)
     assert schema.server_version(client, chdb) == 0
-    assert schema.init(client, chdb) == (0, 1)
-    assert schema.init(client, chdb) == (1, 1)
+    assert schema.init(client, chdb, schema.MIGRATIONS[:1]) == (0, 1)
+    assert schema.init(client, chdb, schema.MIGRATIONS[:1]) == (1, 1)
+    # Version 2, the costs' columns, on a database of version 1; then a later one.
+    assert schema.init(client, chdb) == (1, 2)
+    assert schema.init(client, chdb) == (2, 2)
+    costs = clickhouse.query(f"SELECT table, name, type FROM system.columns WHERE database = '{chdb}'"
+                             " AND name IN ('cost_usd', 'cost_kind', 'estimated_usd', 'unpriced_tokens')"
+                             " ORDER BY table, name").splitlines()
+    assert costs == [f"{t}\t{n}\t{k}" for t in ("events", "sessions") for n, k in (
+        ("cost_kind", "String"), ("cost_usd", "Nullable(Float64)"),
+        ("estimated_usd", "Nullable(Float64)"), ("unpriced_tokens", "UInt64"))]
     later = [*schema.MIGRATIONS, [schema.AddColumn("events", "extra", "String DEFAULT ''")]]
-    assert schema.init(client, chdb, later) == (1, 2)
-    assert schema.init(client, chdb, later) == (2, 2)
+    assert schema.init(client, chdb, later) == (2, 3)
+    assert schema.init(client, chdb, later) == (3, 3)
     cols = clickhouse.scalar(f"SELECT count() FROM system.columns WHERE database = '{chdb}'"
                              " AND table = 'events' AND name = 'extra'")
     assert cols == "1"

@@ -153,9 +153,17 @@ class AddColumn:
 
 Step = str | AddColumn
 
+# What a request or a session cost (issue 27; docs/usage.md): the dollars shown (null
+# when nothing could be priced), their kind (estimated, reported, unpriced, mixed), our
+# estimate where the agent reported its own, and the tokens no price covers.
+_COSTS = (("cost_usd", "Nullable(Float64)"), ("cost_kind", "String"),
+          ("estimated_usd", "Nullable(Float64)"), ("unpriced_tokens", "UInt64"))
+
 MIGRATIONS: list[list[Step]] = [
     # 0 -> 1: the three tables
     [EVENTS, FINDINGS, SESSIONS],
+    # 1 -> 2: costs, on usage events and sessions
+    [AddColumn(table, name, kind) for table in ("events", "sessions") for name, kind in _COSTS],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -79,6 +79,13 @@ def _usage(field: str) -> tuple[str, str]:
     return (field, _when("'usage'", _jn(field), "0"))
 
 
+def _usd(nano: str) -> str:
+    """Dollars from whole nano-dollars (never negative) as the socket shows them: to
+    the micro-dollar, half to even (store/costs.usd; SQLite's ROUND goes half up)."""
+    micro = f"({nano} / 1000 + ({nano} % 1000 > 500 OR ({nano} % 1000 = 500 AND {nano} / 1000 % 2 = 1)))"
+    return f"({micro} / 1e6)"
+
+
 # The events row: (ClickHouse column, SQL expression). Parameters :host, :user,
 # :pushed_at (the time of sending), :text (1 at level "text"). Text (prompts, answers, error messages) only at level text; tool
 # inputs and outputs never (only a command's line, a file's path, an output's size).
@@ -118,6 +125,11 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     _usage("cache_creation_tokens"),
     _usage("reasoning_tokens"),
     _usage("total_tokens"),
+    # Its cost (schema 2); a request not priced yet (a re-price to come) is unpriced.
+    ("cost_usd", _usd("e.c_nusd")),
+    ("cost_kind", "COALESCE(e.c_kind, 'unpriced')"),
+    ("estimated_usd", _usd("e.c_est")),
+    ("unpriced_tokens", f"COALESCE(e.c_ut, {_jn('total_tokens')})"),
     ("status", _when("'turn_end'", _jt("status"), "''")),
     ("error_type", _when("'error'", _jt("error_type"), "''")),
     ("secret_type", _when("'secret'", _jt("type"), "''")),
@@ -155,6 +167,13 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("pushed_at", ":pushed_at"),
 )
 
+_SESSION_KIND = (
+    "(CASE WHEN COALESCE(b.responses, 0) = 0 THEN 'unpriced'"
+    " WHEN b.cost_estimated = b.responses THEN 'estimated'"
+    " WHEN b.cost_reported = b.responses THEN 'reported'"
+    " WHEN b.cost_estimated + b.cost_reported = 0 THEN 'unpriced' ELSE 'mixed' END)"
+)
+
 # The sessions row; its version (the clock) orders a session's successive rows.
 SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("host", ":host"),
@@ -186,6 +205,14 @@ SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("reasoning_tokens", "s.reasoning_tokens"),
     ("total_tokens", "s.total_tokens"),
     ("subagents", "(SELECT COUNT(*) FROM session_subagents sa WHERE sa.session_id = s.id)"),
+    # Its cost (schema 2), from the usage groupings' row of the session (``b``): the
+    # kind of its requests' costs, as store/costs.cost_json says it; a session with no
+    # usage recorded is unpriced.
+    ("cost_usd", f"CASE WHEN {_SESSION_KIND} = 'unpriced' THEN NULL"
+                 f" ELSE {_usd('b.cost_nusd')} END"),
+    ("cost_kind", _SESSION_KIND),
+    ("estimated_usd", f"CASE WHEN b.cost_reported > 0 THEN {_usd('b.est_nusd')} END"),
+    ("unpriced_tokens", "COALESCE(b.unpriced_tokens, 0)"),
     ("version", ":clock"),
     ("pushed_at", ":pushed_at"),
 )
@@ -204,7 +231,8 @@ _RUN = ("exit_code", "failed", "interrupted", "is_error", "duration_ms")
 _FILE = ("path", "rel_path", "project_root", "external", "op")
 KIND_COLUMNS: dict[str, tuple[str, ...]] = {
     "usage": ("model", "input_tokens", "output_tokens", "cache_read_tokens",
-              "cache_creation_tokens", "reasoning_tokens", "total_tokens"),
+              "cache_creation_tokens", "reasoning_tokens", "total_tokens", "cost_usd",
+              "cost_kind", "estimated_usd", "unpriced_tokens"),
     "command": ("command", "cwd", *_RUN),
     "tool_result": (*_RUN, "output_chars"),
     "read": _FILE,
@@ -230,8 +258,13 @@ def _event_object() -> str:
     return f"CASE e.kind {branches} ELSE {rest} END"
 
 
-# Events with their data as text, ``d`` (see _j).
-_FROM = "(SELECT *, CAST(data AS TEXT) AS d FROM events {where}) e"
+# Events with their data as text, ``d`` (see _j), and a usage event's cost
+# (store/costs.py): ``c_nusd``, ``c_kind``, ``c_est``, ``c_ut`` (none before it is priced).
+_FROM = (
+    "(SELECT events.*, CAST(data AS TEXT) AS d, c.nusd c_nusd, c.kind c_kind,"
+    " c.est_nusd c_est, c.unpriced_tokens c_ut FROM events"
+    " LEFT JOIN usage_costs c ON c.event_id = events.id {where}) e"
+)
 _EVENTS_AFTER = (
     f"SELECT e.id, e.kind, {_event_object()} FROM "
     + _FROM.format(where="WHERE id > :after ORDER BY id LIMIT :limit")
@@ -248,7 +281,8 @@ _FINDINGS_OF = (
 )
 _SESSIONS_CHANGED = (
     f"SELECT d.seq, {_json_object(SESSION_COLUMNS)} FROM sink_sessions d"
-    " JOIN sessions s ON s.id = d.session_id WHERE d.seq > :after ORDER BY d.seq LIMIT :limit"
+    " JOIN sessions s ON s.id = d.session_id LEFT JOIN agg_usage_by b ON b.dim = 'session'"
+    " AND b.value = X'' AND b.session_id = s.id WHERE d.seq > :after ORDER BY d.seq LIMIT :limit"
 )
 
 
