@@ -94,11 +94,18 @@ def write_hostile(home: Path) -> Path:
 
 
 def write_live(home: Path) -> Path:
+    """A session active now: a prompt, and an answer whose request costs $0.0105
+    (claude-sonnet-4-5: 1,000 input tokens at $3, 500 output at $15 per million)."""
     d = home / ".claude" / "projects" / "-work-live"
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{LIVE_SID}.jsonl"
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
-    path.write_bytes(_user(LIVE_SID, "l1", now, "LIVE-FIRST-PROMPT", cwd="/work/live"))
+    path.write_bytes(
+        _user(LIVE_SID, "l1", now, "LIVE-FIRST-PROMPT", cwd="/work/live")
+        + _claude(LIVE_SID, "l1a", "assistant", now, "/work/live", message={
+            "id": "msg_l1a", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": "on it"}],
+            "usage": {"input_tokens": 1000, "output_tokens": 500}}))
     return path
 
 
@@ -431,6 +438,75 @@ def test_hostile_transcripts_show_as_text_and_nothing_runs(env: Env, page: Any) 
     assert len(html.encode()) < 1_000_000
     assert not [u for u in seen if not u.startswith(env.web.base)]  # nothing from outside
     assert page.errors == []
+
+
+# ---- costs --------------------------------------------------------------------------------
+
+
+def cost_text(cost: dict[str, Any]) -> str:
+    """What web/present.cost prints for a cost object (its visible text)."""
+    if cost["kind"] == "unpriced":
+        return "—" if cost.get("reason") == "no usage recorded" else "unpriced"
+    usd = cost["usd"]
+    return (f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}") + f" {cost['kind']}"
+
+
+E2E4 = "claude-code:e2e4f7f7-0e2a-443b-a3ca-f6f7956cbc06"
+
+
+def test_costs_on_every_page_as_the_socket_gives_them(env: Env, page: Any) -> None:
+    # Now: the live session's cost so far, and today's (the live session alone: the
+    # corpus is older than today).
+    page.goto(env.web.base + "/")
+    row = page.locator(f"#active tr[data-session='claude-code:{LIVE_SID}']")
+    assert row.locator("td").last.inner_text() == "$0.01 estimated"  # $0.0105
+    today = text_of(page, "#today")
+    assert "cost $0.01 estimated" in today
+    # Sessions: a cost column, each row the socket's.
+    page.goto(env.web.base + "/sessions?model=claude-opus-4-6")
+    (listed,) = env.call("sessions.list", {"model": "claude-opus-4-6"})["sessions"]
+    assert listed["id"] == E2E4 and listed["cost"] == {"usd": 4.086012, "kind": "estimated"}
+    assert page.locator("#sessions tbody tr").count() == 1
+    assert page.locator("#sessions tbody tr td").last.inner_text() == "$4.09 estimated"
+    page.goto(env.web.base + "/sessions")
+    shown = env.call("sessions.list", {"limit": 50})["sessions"]
+    cells = page.locator("#sessions tbody tr td:last-child").all_inner_texts()
+    assert cells == [cost_text(s["cost"]) for s in shown]
+    assert "—" in cells and "unpriced" in cells  # no usage recorded; a model not priced
+    # A session's page: its facts, the no-model rollout unpriced with why in its title.
+    page.goto(env.web.base + f"/sessions/{E2E4}")
+    assert "cost $4.09 estimated" in text_of(page, "main dl.facts")
+    page.goto(env.web.base + "/sessions/codex:97b66f6c-a160-40e0-bd0f-1fdcbbb9498b")
+    unpriced = page.locator("main dl.facts .cost-unpriced")
+    assert unpriced.inner_text() == "unpriced"
+    assert unpriced.get_attribute("title") == "no model recorded"
+    # Usage: the totals, a bar per day with a cost, by model, agent and project.
+    summary = env.call("usage.summary", {})
+    page.goto(env.web.base + "/usage?days=all")
+    priced_days = [d for d in summary["by_day"] if d["cost"]["usd"] is not None]
+    assert page.locator("#chart-cost svg rect.bar").count() == len(priced_days)
+    for key in ("model", "agent", "project"):
+        cells = page.locator(f"#by-{key} tbody tr td:last-child").all_inner_texts()
+        assert cells == [cost_text(r["cost"]) for r in summary[f"by_{key}"]], key
+    opus = page.locator("#by-model tbody tr", has_text="claude-opus-4-6")
+    assert opus.locator("td").last.inner_text() == "$4.09 estimated"
+    # The 5-hour blocks: the live session's block is active, with its burn rate.
+    page.goto(env.web.base + "/usage")
+    blocks = env.call("usage.blocks", {})["blocks"]
+    assert blocks and blocks[0]["active"] and blocks[0]["cost"] == {"usd": 0.0105, "kind": "estimated"}
+    first = page.locator("#blocks tbody tr").first
+    assert first.get_attribute("class") == "active"
+    assert first.locator("td").last.inner_text().startswith("$0.01 estimated")
+    assert page.errors == []
+
+
+def test_health_shows_the_prices_and_a_reprice(env: Env, page: Any) -> None:
+    status = env.call("status")
+    page.goto(env.web.base + "/health")
+    prices = text_of(page, "#health-prices")
+    table = status["prices"]["table"]
+    assert prices == f"Prices: genai-prices {table['version']} (bundled)."
+    assert status["reprice"] is None and page.locator("#health-reprice").count() == 0
 
 
 # ---- live -------------------------------------------------------------------------------

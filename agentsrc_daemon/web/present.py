@@ -105,19 +105,32 @@ def size(value: Any) -> str:
 
 
 def cost(value: Any) -> Markup:
-    """A ``cost`` object (``{"usd", "kind"}``, docs/protocol.md) as the page shows it;
-    nothing at all where a result carries none (never "$0" for an unknown)."""
+    """A ``cost`` object (``{"usd", "kind"}``, docs/protocol.md) as the page shows it:
+    the dollars and their kind (the tokens left out and our estimate beside a reported
+    figure in its title); ``unpriced``, with why in its title; a dash for a session that
+    recorded no usage; nothing at all where a result carries none (never "$0" for an
+    unknown)."""
     if not isinstance(value, dict):
         return Markup("")
     kind = value.get("kind")
     kind = kind if kind in COST_KINDS else "estimated"
     usd = value.get("usd")
+    reason = value.get("reason")
     if kind == "unpriced" or not isinstance(usd, int | float) or isinstance(usd, bool):
-        amount = "unpriced"
-    else:
-        amount = f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
-    return Markup(f'<span class="cost cost-{kind}" title="{kind}">{escape(amount)}'
-                  f' <small>{kind}</small></span>')
+        if reason == "no usage recorded":
+            return Markup(f'<span class="cost cost-none" title="{escape(reason)}">—</span>')
+        why = str(reason) if reason else "not priced"
+        return Markup(f'<span class="cost cost-unpriced" title="{escape(why)}">unpriced</span>')
+    amount = f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
+    notes = [kind]
+    missing = value.get("unpriced_tokens")
+    if isinstance(missing, int) and missing:
+        notes.append(f"{missing:,} tokens unpriced")
+    estimate = value.get("estimated_usd")
+    if isinstance(estimate, int | float) and not isinstance(estimate, bool):
+        notes.append(f"our estimate ${estimate:,.2f}")
+    return Markup(f'<span class="cost cost-{kind}" title="{escape("; ".join(notes))}">'
+                  f'{escape(amount)} <small>{kind}</small></span>')
 
 
 def session_url(session_id: Any, at: Any = None) -> str:
