@@ -164,6 +164,15 @@ def draw_cases(db: Path) -> list[Case]:
              report=True),
         Case("usage.summary project until", "usage.summary",
              {"project": project, "until": "2025-10-01T00:00:00Z"}, report=True),
+        # Cost (issue 27): usage.report's groupings, the blocks, the status line.
+        *(Case(f"usage.report by {by}", "usage.report", {"by": by}, report=True)
+          for by in ("day", "week", "month", "session", "project", "model", "agent")),
+        Case("usage.report by session since", "usage.report", {"by": "session", "since": since},
+             report=True),
+        Case("usage.report by week agent", "usage.report", {"by": "week", "agent": "codex"},
+             report=True),
+        Case("usage.blocks", "usage.blocks", {"since": since}, report=True),
+        Case("usage.statusline", "usage.statusline", {"session_id": big, "day_start": since}),
     ]
     return [c for c in cases if all(v is not None for v in c.params.values())]
 

@@ -25,7 +25,7 @@ from scale import draw_cases
 BIG_TABLES = frozenset({
     "events", "event_copies", "sessions", "turns", "session_sources", "session_subagents",
     "search_titles", "sink_revised", "sink_sessions", "event_rows", "session_keys", "turn_keys",
-    "event_copy_rows", "turn_rows",
+    "event_copy_rows", "turn_rows", "usage_costs",
 })
 # The aliases inside the views of schema 16 (migrations/chunked.EVENTS_VIEW, EVENT_COPIES_VIEW,
 # TURNS_VIEW), as plans name them.
@@ -43,7 +43,8 @@ SMALL_TABLES = {"sources": "one row per file; sources.list lists them all",
                 "drift": "a row per agent, version and record type not understood: status lists them",
                 "agg_usage": _AGGREGATE, "agg_secret_values": _AGGREGATE, "agg_secret_sessions": _AGGREGATE,
                 "agg_secret_files": _AGGREGATE, "agg_secret_paths": _AGGREGATE,
-                "agg_sensitive": _AGGREGATE, "agg_external_reads": _AGGREGATE}
+                "agg_sensitive": _AGGREGATE, "agg_external_reads": _AGGREGATE,
+                "agg_usage_by": _AGGREGATE, "agg_usage_group": _AGGREGATE}
 
 # Full scans still there, by (method case, table), with why. Each is a target not met:
 # docs/performance.md, "Scale: 10 million events".
