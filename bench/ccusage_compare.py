@@ -9,12 +9,10 @@ names one, and run offline, days in UTC, on a copy of the home (default: the cor
 ``ccusage session|daily --json --offline --timezone UTC`` (every agent it knows, Claude
 Code's with ``CLAUDE_CONFIG_DIR=<home>/.claude``) and ``ccusage codex session``.
 
-Our side, phase 1: the home's source files parsed by our adapters directly (JSONL and
-JSON documents; OpenCode's SQLite databases are not read here), each usage event key
-once and owned by its strongest claim as the store keeps it, each event priced by
-``pricing`` (the table exported from the installed genai-prices). Phase 2 asks the
-daemon's socket instead. Prints ids, models, token counts and dollars only: no
-transcript content."""
+Our side: the real daemon (``agentsrc run``, bench/run.py's) started on the same copy,
+asked over its socket (``usage.report`` by session, UTC day and model): what every
+surface of agentsrc shows, OpenCode's SQLite databases and sub-agents included. Prints
+ids, models, token counts and dollars only: no transcript content."""
 
 from __future__ import annotations
 
@@ -27,22 +25,11 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from agentsrc_daemon.adapters import ADAPTERS
-from agentsrc_daemon.config import load_config
-from agentsrc_daemon.events import USAGE, Event
-from agentsrc_daemon.ingest.sources import walk_sources
-from agentsrc_daemon.pricing import cost, export, table
-from agentsrc_daemon.pricing.price import Pricer
-from agentsrc_daemon.pricing.usage import RequestUsage, normalize
-from agentsrc_daemon.store.writer import claim_order
+from agentsrc_daemon.pricing import export
 
 CCUSAGE_VERSION = "20.0.24"
 # ccusage's agent names -> ours.
@@ -91,76 +78,22 @@ def our_session_of(agent: str, period: str) -> str:
 # -- ours -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Tally:
-    spent: cost.Cost = cost.NOTHING
-    input: int = 0  # uncached input
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    models: set[str] = field(default_factory=set)
+def our_reports(home: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Our side, from the real daemon started on the home (its socket's usage.report, by
+    session, UTC day and model): each row's cost (its dollars and kind) and tokens."""
+    from run import Daemon  # bench/run.py: the daemon in a directory of its own
 
-    def add(self, usage: RequestUsage, priced: cost.Cost) -> None:
-        self.spent = self.spent + priced
-        self.input += usage.input_tokens
-        self.output += usage.output_tokens
-        self.cache_read += usage.cache_read_tokens
-        self.cache_write += usage.cache_write_tokens
-        if usage.model:
-            self.models.add(usage.model)
-
-
-def usage_events(home: Path) -> Iterator[Event]:
-    """Every usage event of the home's JSONL and document sources, each key once, from
-    its strongest claim (the store's rule)."""
-    cfg = load_config(env={"HOME": str(home)})
-    best: dict[str, Event] = {}
-    for root in dict.fromkeys(cfg.roots().values()):
-        for spec, _ in walk_sources(root, cfg.roots()):
-            if spec.mode not in ("jsonl", "document"):
-                continue
-            adapter = ADAPTERS[spec.adapter]
-            state = adapter.initial_state(spec.path)
-            raw = Path(spec.path).read_bytes()
-            records: list[Any] = []
-            if spec.mode == "document":
-                try:
-                    records = adapter.parse_document(orjson.loads(raw), spec.path, state)
-                except orjson.JSONDecodeError:
-                    continue
-            else:
-                offset = 0
-                for line in raw.splitlines(keepends=True):
-                    try:
-                        obj = orjson.loads(line) if line.strip() else None
-                    except orjson.JSONDecodeError:
-                        obj = None
-                    if isinstance(obj, dict):
-                        records += adapter.parse(obj, offset, spec.path, state)
-                    offset += len(line)
-            for record in records:
-                if isinstance(record, Event) and record.kind == USAGE:
-                    held = best.get(record.key)
-                    if held is None or _claim(record) < _claim(held):
-                        best[record.key] = record
-    yield from best.values()
-
-
-def _claim(e: Event) -> tuple[Any, ...]:
-    return claim_order(e.claim, e.claim_since, e.holder or e.session_id, e.subagent_id,
-                       e.source_path, e.offset)
-
-
-def our_tallies(home: Path, pricer: Pricer) -> dict[str, dict[str, Tally]]:
-    by: dict[str, dict[str, Tally]] = {"session": defaultdict(Tally), "day": defaultdict(Tally),
-                                       "model": defaultdict(Tally)}
-    for event in usage_events(home):
-        usage = normalize(event.adapter, event.data, event.ts)
-        priced = pricer.price(usage).cost
-        for dim, key in (("session", event.session_id), ("day", (event.ts or "?")[:10]),
-                         ("model", usage.model or "(none)")):
-            by[dim][key].add(usage, priced)
-    return by
+    d = Daemon(home)
+    try:
+        d.start()
+        d.wait_live(poll=0.2)
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for by in ("session", "day", "model"):
+            rows = d.call("usage.report", {"by": by, "limit": 10_000})["rows"]
+            out[by] = {str(r[by]) if r[by] is not None else "(none)": r for r in rows}
+        return out
+    finally:
+        d.stop()
 
 
 # -- the comparison -------------------------------------------------------------------
@@ -189,34 +122,30 @@ def by_model(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _usd(c: cost.Cost) -> str:
-    if c.usd is None:
-        return f"unpriced ({c.unpriced_tokens:,} tok)"
-    tail = "" if c.kind == "estimated" else f" {c.kind}"
-    return f"{c.usd:,.4f}{tail}"
+def _usd(c: dict[str, Any]) -> str:
+    if c["usd"] is None:
+        return f"unpriced ({c.get('unpriced_tokens', 0):,} tok)"
+    tail = "" if c["kind"] == "estimated" else f" {c['kind']}"
+    return f"{c['usd']:,.4f}{tail}"
 
 
-def table_lines(title: str, ours: dict[str, Tally], cc: dict[str, dict[str, Any]]) -> list[str]:
+def table_lines(title: str, ours: dict[str, dict[str, Any]], cc: dict[str, dict[str, Any]]) -> list[str]:
     lines = [f"## {title}", "",
-             "| key | ccusage $ | agentsrc $ | diff $ | input (cc / ours) | output (cc / ours) | cache read (cc / ours) | cache write (cc / ours) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| key | ccusage $ | agentsrc $ | diff $ | tokens (cc / ours) |",
+             "| --- | ---: | ---: | ---: | ---: |"]
     keys = sorted(set(ours) | set(cc), key=lambda k: (-(cc.get(k, {}).get("totalCost") or 0), k))
     for key in keys:
         mine, their = ours.get(key), cc.get(key)
         their_usd = Decimal(str(round(their["totalCost"], 6))) if their else None
-        my_usd = mine.spent.usd if mine else None
+        my_usd = None if mine is None or mine["cost"]["usd"] is None else Decimal(str(mine["cost"]["usd"]))
         diff = "" if their_usd is None or my_usd is None else f"{my_usd - their_usd:+,.4f}"
-
-        def pair(cc_name: str, attr: str, mine: Tally | None = mine, their: Any = their) -> str:
-            a = f"{int(their[cc_name]):,}" if their else "-"
-            b = f"{getattr(mine, attr):,}" if mine else "-"
-            return f"{a} / {b}"
-
+        their_tok = sum(int(their[n]) for n in ("inputTokens", "outputTokens", "cacheReadTokens",
+                                                "cacheCreationTokens")) if their else None
+        tokens = f"{'-' if their_tok is None else f'{their_tok:,}'} / {mine['total_tokens']:,}" if mine else (
+            f"{their_tok:,} / -")
         lines.append(
             f"| {key} | {'-' if their_usd is None else f'{their_usd:,.4f}'} | "
-            f"{_usd(mine.spent) if mine else '-'} | {diff} | {pair('inputTokens', 'input')} | "
-            f"{pair('outputTokens', 'output')} | {pair('cacheReadTokens', 'cache_read')} | "
-            f"{pair('cacheCreationTokens', 'cache_write')} |"
+            f"{_usd(mine['cost']) if mine else '-'} | {diff} | {tokens} |"
         )
     return [*lines, ""]
 
@@ -234,11 +163,10 @@ def main() -> int:
         sessions = run_ccusage(binary, home, "session")
         daily = run_ccusage(binary, home, "daily")
         codex = run_ccusage(binary, home, "codex", "session")
-        pricer = Pricer(table.loads(export.bundled_table()))
-        ours = our_tallies(home, pricer)
+        ours = our_reports(home)
     cc_sessions = theirs(sessions, "session", lambda r: our_session_of(r["agent"], r["period"]))
     cc_days = theirs(daily, "daily", lambda r: r["period"])
-    out = [f"ccusage {CCUSAGE_VERSION} (offline, UTC) and agentsrc (genai-prices "
+    out = [f"ccusage {CCUSAGE_VERSION} (offline, UTC) and the agentsrc daemon (genai-prices "
            f"{export.library_version()}), per request", ""]
     out += table_lines("Sessions", ours["session"], cc_sessions)
     out += table_lines("Days (UTC)", ours["day"], cc_days)
@@ -252,8 +180,7 @@ def main() -> int:
     print("\n".join(out))
     if args.json:
         args.json.write_text(json.dumps({"ccusage": {"session": sessions, "daily": daily, "codex": codex},
-                                         "ours": {dim: {k: str(t.spent.usd) for k, t in rows.items()}
-                                                  for dim, rows in ours.items()}}, indent=1))
+                                         "ours": ours}, indent=1))
     return 0
 
 
