@@ -9,6 +9,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py cli [--runs 30]
     .venv/bin/python bench/run.py statusline [--runs 300] [--requests 1500] [--store DIR]
+    .venv/bin/python bench/run.py reprice --store DIR [--chunk 2000]
     .venv/bin/python bench/run.py status [--copies 20] [--calls 1000] [--rounds 3] [--baseline TREE]
     .venv/bin/python bench/run.py startup --store DIR [--repeats 3]   (DIR: data/ and home/)
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]
@@ -42,6 +43,7 @@ import orjson
 from agentsrc_daemon.errors import DaemonNotRunning
 from agentsrc_daemon.rpc.client import Client
 
+import reprice
 import scale
 import statusline
 from replicate import replicate  # bench/ is this script's own directory: on the path
@@ -1156,6 +1158,7 @@ def main() -> None:
     sz.add_argument("--workdir", default="/tmp/agentsrc-bench-size")
     scale.add_parser(sub)
     statusline.add_parser(sub)
+    reprice.add_parser(sub)
     sub.add_parser("all")
     args = ap.parse_args()
     if args.cmd == "size":
@@ -1175,7 +1178,7 @@ def main() -> None:
          "latency": bench_latency, "idle": bench_idle, "sink": bench_sink, "cli": bench_cli,
          "status": bench_status,
          "startup": bench_startup, "scale": scale.bench_scale,
-         "statusline": statusline.bench_statusline,
+         "statusline": statusline.bench_statusline, "reprice": reprice.bench_reprice,
          "answers": bench_answers}[args.cmd](args)
 
 

@@ -48,10 +48,10 @@ REPORT_DAY_INDEX = (
 _SUM_COLUMNS = ", ".join(f"{f} INTEGER NOT NULL" for f in USAGE_FIELDS)
 
 
-def _tables(costs: bool) -> str:
-    """The aggregates' tables: as the 10 -> 11 migration made them (``costs`` False),
-    or with the requests' costs (schema 19: the columns after the token sums, where
-    ``ALTER TABLE ... ADD COLUMN`` puts them)."""
+def _usage_table(costs: bool) -> str:
+    """agg_usage: as the 10 -> 11 migration made it (``costs`` False), or with the
+    requests' costs (schema 19: the columns after the token sums, where ``ALTER TABLE
+    ... ADD COLUMN`` puts them)."""
     cost_columns = f"\n    {COST_COLUMNS}," if costs else ""
     return f"""
 CREATE TABLE IF NOT EXISTS agg_usage (
@@ -64,6 +64,10 @@ CREATE TABLE IF NOT EXISTS agg_usage (
     {_SUM_COLUMNS},{cost_columns}
     PRIMARY KEY (session_id, model, day, adapter, project)
 ) WITHOUT ROWID;
+"""
+
+
+_OTHER_TABLES = """
 CREATE INDEX IF NOT EXISTS agg_usage_empty ON agg_usage(responses) WHERE responses <= 0;
 -- The findings, three ways (each narrow: at 10 million events 147, 4,510 and 902 rows,
 -- where one table by all their keys held 135,300): by value, by session, by file.
@@ -121,6 +125,10 @@ CREATE INDEX IF NOT EXISTS agg_external_reads_empty ON agg_external_reads(n) WHE
 -- (at 10 million events the join read 30,000 session rows: 200 ms; the index, 40).
 CREATE INDEX IF NOT EXISTS sessions_report ON sessions(id, agent, model, project_root, cwd);
 """
+
+
+def _tables(costs: bool) -> str:
+    return _usage_table(costs) + _OTHER_TABLES
 
 
 TABLES = _tables(costs=True)

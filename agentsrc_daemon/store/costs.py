@@ -39,6 +39,7 @@ from ..pricing.cost import (
     from_nano,
     usd_float,
 )
+from .batch import Row
 from .vocabulary import COST_FIELDS
 
 # (nano-dollars shown, kind, our estimate in nano-dollars, tokens no price covers).
@@ -115,6 +116,55 @@ _SINK_REVISED = (
     " WITH c(s) AS (SELECT value FROM json_each(:sessions))"
     " INSERT INTO sink_sessions(session_id) SELECT s FROM c"
 )
+
+
+# What a rewritten usage event's cost becomes when neither its data nor its time changed.
+KEEP = None
+
+
+class CommitCosts:
+    """The costs of one commit's usage events, kept by the writer (store/writer.py): a
+    new event's (the one it came with, else priced with ``cost_of``) waits until the
+    commit's claims are done, then all are written before the aggregates take the
+    commit's events; a stored event a claim or a revision rewrote is priced again as it
+    now stands. ``cost_of`` is the daemon's (None: no prices given; an event without a
+    cost then waits for the re-price)."""
+
+    def __init__(self) -> None:
+        self.cost_of: CostOf | None = None
+        self.pending: dict[int, CostRow] = {}
+
+    def new(self, eid: int, r: Row) -> None:
+        cost = r.cost
+        if cost is None and self.cost_of is not None:
+            cost = self.cost_of(r.adapter, r.data, r.ts)
+        if cost is not None:
+            self.pending[eid] = cost
+
+    def after(self, r: Row, data: bytes | str, ts: str | None, stored_ts: str | None) -> CostRow | None:
+        """A rewritten usage event's cost, now that its data is ``data`` and its time
+        ``ts``: the one ``r`` came with when both are its own, the stored one (KEEP)
+        when neither changed, else priced again."""
+        if data is r.data and ts == r.ts and r.cost is not None:
+            return r.cost
+        if data is not r.data and ts == stored_ts:
+            return KEEP
+        return None if self.cost_of is None else self.cost_of(r.adapter, data, ts)
+
+    def rewritten(self, conn: apsw.Connection, eid: int, cost: CostRow | None, aggregated: bool) -> None:
+        """A rewritten event's new cost: written now when the aggregates count it (its
+        share is out, to be added back), else waiting with the commit's new ones."""
+        if cost is KEEP:
+            return
+        if aggregated:
+            write(conn, [(eid, cost)])
+        else:
+            self.pending[eid] = cost
+
+    def flush(self, conn: apsw.Connection) -> None:
+        if self.pending:
+            write(conn, sorted(self.pending.items()))
+            self.pending = {}
 
 
 def write(conn: apsw.Connection, costs: Iterable[tuple[int, CostRow]]) -> None:

@@ -13,6 +13,11 @@ row, owned by the strongest claim made for its key (``Event.claim``, then the ea
 claim arriving later moves the row, with its counters, to its session; every other
 session holding it is remembered in ``event_copies``. The outcome is the same whatever
 the order the claims arrive in.
+
+Over 600 lines: one transaction's work on one connection (the rows, their claims, the
+sessions' counters, the aggregates and the costs in step with them), whose parts share
+the commit's keys and tallies; what stands apart is in its own modules (cursors, the
+search index, the WAL, the aggregates' SQL, the costs).
 """
 
 from __future__ import annotations
@@ -71,8 +76,7 @@ _STORED = (
     " e.offset, e.revision, e.kind, e.data, e.turn_id, e.ts FROM events e"
     " JOIN sources s ON s.id = e.source_id WHERE e.key_hash = ?"
 )
-# What a rewritten usage event's cost becomes (Store._cost_after): its stored cost kept.
-_KEEP = None
+_KEEP = costs.KEEP
 
 
 def _merge_sql(name: str, weak: bool, value: Any) -> tuple[str, list[Any]]:
@@ -144,26 +148,24 @@ class Store:
         # The full-text index's writes in the commits, its build and its merging.
         self.search_index = SearchIndex(self.conn, self._wal, on=search_index,
                                         merge_pages=search_merge_pages)
-        # Prices a stored usage event (set by ``pricing``): a usage event a claim or a
-        # revision rewrote, one that came without its cost, and the re-price.
-        self.cost_of: costs.CostOf | None = None
-        # The costs of the usage events this commit inserted, written before the
-        # aggregates take them (a claim later in the batch may still change one).
-        self._new_costs: dict[int, costs.CostRow] = {}
+        # The costs of a commit's usage events (store/costs.py), priced by the function
+        # ``pricing`` sets: a usage event a claim or a revision rewrote, one that came
+        # without its cost, and the re-price.
+        self._costs = costs.CommitCosts()
 
     def pricing(self, fingerprint: str, cost_of: costs.CostOf, *, at_start: bool) -> bool:
         """The prices from now on (their fingerprint, and the function that prices a
         stored usage event): when the stored costs were computed with other prices, a
         re-price begins (``reprice_step``). Whether one does."""
-        self.cost_of = cost_of
+        self._costs.cost_of = cost_of
         return costs.begin_reprice(self.conn, fingerprint, at_start=at_start)
 
     def reprice_step(self, chunk: int) -> costs.Step:
         """A chunk of the re-price in its own transaction (store/costs.py): how many
         usage events it priced again, and whether more is left."""
-        if self.cost_of is None:
+        if self._costs.cost_of is None:
             return costs.Step(0, False)
-        step = costs.reprice_step(self.conn, self.cost_of, chunk)
+        step = costs.reprice_step(self.conn, self._costs.cost_of, chunk)
         self._wal.check(self.conn)
         return step
 
@@ -434,7 +436,7 @@ class Store:
             ],
         )
         copies: list[tuple[int, str, str | None, str | None]] = []
-        self._new_costs = {}
+        self._costs.pending = {}
         if self.conn.total_changes() - changes_before == len(prepared):
             # Every row was new: one writer, AUTOINCREMENT, so their ids are consecutive
             # in insertion order and nothing needs to be read back (the common case).
@@ -445,7 +447,7 @@ class Store:
                 if r.holder:
                     copies.append((eid, r.holder, r.turn_id, r.subagent_id))
                 if r.kind == USAGE:
-                    self._cost_new(eid, r)
+                    self._costs.new(eid, r)
             self._add_copies(copies)
             self._aggregate_new(prepared, before, rewritten=False)
             return Inserted(inserted)
@@ -467,7 +469,7 @@ class Store:
             if r.holder:
                 copies.append((eid, r.holder, r.turn_id, r.subagent_id))
             if r.kind == USAGE:
-                self._cost_new(eid, r)
+                self._costs.new(eid, r)
             out.append((eid, r))
         self._add_copies(copies)
         self._aggregate_new(prepared, before, rewritten)
@@ -499,35 +501,12 @@ class Store:
             out[text_id] = key
         return out
 
-    def _cost_new(self, eid: int, r: Row) -> None:
-        """A new usage event's cost: the one it came with, else priced here (None:
-        no prices given to the store; it waits for the re-price)."""
-        cost = r.cost
-        if cost is None and self.cost_of is not None:
-            cost = self.cost_of(r.adapter, r.data, r.ts)
-        if cost is not None:
-            self._new_costs[eid] = cost
-
-    def _cost_after(
-        self, r: Row, data: bytes | str, ts: str | None, stored_ts: str | None
-    ) -> costs.CostRow | None:
-        """What a rewritten usage event's cost becomes, now that its data is ``data``
-        and its time ``ts``: the cost it came with when both are its own, the stored one
-        (``_KEEP``) when neither changed, else priced again here."""
-        if data is r.data and ts == r.ts and r.cost is not None:
-            return r.cost
-        if data is not r.data and ts == stored_ts:
-            return _KEEP
-        return None if self.cost_of is None else self.cost_of(r.adapter, data, ts)
-
     def _aggregate_new(self, rows: list[Row], before: int, rewritten: bool) -> None:
         """The reports' aggregates (store/aggregates.py) take the rows this commit
         inserted, as they stand after its claims (a key twice in one batch is one row,
         owned by the stronger claim), with their costs, and lose the keys a rewrite
         emptied."""
-        if self._new_costs:
-            costs.write(self.conn, sorted(self._new_costs.items()))
-            self._new_costs = {}
+        self._costs.flush(self.conn)
         kinds = frozenset(r.kind for r in rows) & aggregates.AGGREGATED_KINDS
         if kinds:
             aggregates.add_range(self.conn, before, None, kinds)
@@ -571,7 +550,7 @@ class Store:
                     eid, s_kind, aggregated,
                     "UPDATE event_rows SET packed=?, revision=? WHERE id=?",
                     (r.packed, r.revision, eid),
-                    self._cost_after(r, r.data, s_ts, s_ts) if s_kind == USAGE else _KEEP,
+                    self._costs.after(r, r.data, s_ts, s_ts) if s_kind == USAGE else _KEEP,
                 )
                 self.search_index.reindex(eid, r)
                 self._count(owner, s_kind, s_data, tally, -1)
@@ -592,7 +571,7 @@ class Store:
              r.claim_since, r.subagent_id,
              None if r.turn_id is None else self._keys_of("turn_keys", {r.turn_id})[r.turn_id],
              r.ts, self.cursors.source_ids[r.source_path], r.offset, packed, revision, eid),
-            self._cost_after(r, data, r.ts, s_ts) if s_kind == USAGE else _KEEP,
+            self._costs.after(r, data, r.ts, s_ts) if s_kind == USAGE else _KEEP,
         )
         if revision == r.revision and r.data != s_data:
             self.search_index.reindex(eid, r)
@@ -618,15 +597,11 @@ class Store:
         """An UPDATE of a stored event (and of its cost, a usage event's, unless
         ``_KEEP``); when the reports' aggregates count it, its share is taken out before
         and added back after, as the row now stands. An event this commit inserted is
-        not aggregated yet: its cost waits with the others (``_new_costs``)."""
+        not aggregated yet: its cost waits with the others (costs.CommitCosts)."""
         if aggregated:
             aggregates.remove_event(self.conn, eid, kind)
         self.conn.execute(sql, args)
-        if cost is not _KEEP:
-            if aggregated:
-                costs.write(self.conn, [(eid, cost)])
-            else:
-                self._new_costs[eid] = cost
+        self._costs.rewritten(self.conn, eid, cost, aggregated)
         if aggregated:
             aggregates.add_range(self.conn, eid - 1, eid, frozenset([kind]))
 
