@@ -5,7 +5,7 @@ the daemon's idle loop runs (store/costs.py), each chunk timed. Prints the usage
 events, the wall and CPU time per million of them, and a chunk's p50/p99/max (what an
 append that arrives meanwhile may wait for).
 
-    .venv/bin/python bench/run.py reprice --store DIR [--chunk 2000]
+    .venv/bin/python bench/run.py reprice --store DIR [--chunk 500]
 """
 
 from __future__ import annotations
@@ -70,5 +70,5 @@ def bench_reprice(args: argparse.Namespace) -> None:
 def add_parser(sub: Any) -> None:
     rp = sub.add_parser("reprice", help="the re-price of a bigstore build's history, timed")
     rp.add_argument("--store", required=True, help="a bench/bigstore.py build (its dir)")
-    rp.add_argument("--chunk", type=int, default=2000)
+    rp.add_argument("--chunk", type=int, default=500)
     rp.add_argument("--workdir", default="/tmp")

@@ -9,7 +9,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py cli [--runs 30]
     .venv/bin/python bench/run.py statusline [--runs 300] [--requests 1500] [--store DIR]
-    .venv/bin/python bench/run.py reprice --store DIR [--chunk 2000]
+    .venv/bin/python bench/run.py reprice --store DIR [--chunk 500]
     .venv/bin/python bench/run.py status [--copies 20] [--calls 1000] [--rounds 3] [--baseline TREE]
     .venv/bin/python bench/run.py startup --store DIR [--repeats 3]   (DIR: data/ and home/)
     .venv/bin/python bench/run.py sink [--copies 20] [--repeats 3] [--files 10] [--appends 30]

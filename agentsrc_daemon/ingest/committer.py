@@ -33,8 +33,8 @@ log = structlog.get_logger("agentsrc.daemon")
 RETRY_FIRST_S = 0.5  # after a failed commit; doubled on each failure in a row
 RETRY_MAX_S = 30.0
 # Usage events priced again per step of a re-price (store/costs.py): one transaction,
-# a few tens of milliseconds, between which an append goes first.
-REPRICE_CHUNK = 2000
+# about 25 ms at 1 million events (bench/run.py reprice), between which an append goes first.
+REPRICE_CHUNK = 500
 # Steps of merging owed by the search index's writes (store/search_merge.py) with no
 # quiet moment to run them: past this many a step follows each commit, so the debt stays
 # bounded under a stream that never pauses (FTS5's own automerge would have done four
