@@ -30,12 +30,14 @@ _MORE = {
             f" SUM(responses), {sums_of('src')} FROM src GROUP BY 1",
     "month": "SELECT substr(day, 1, 7), COUNT(DISTINCT session_id), SUM(responses),"
              f" {sums_of('src')} FROM src GROUP BY 1",
-    "session": "SELECT per_session.session_id, 1, per_session.responses,"
-               f" {', '.join(f'per_session.{f}' for f in SUMMED)}, ss.agent, ss.model,"
+    # The top sessions first, then their facts: one lookup per row listed, not per
+    # session in range.
+    # (a CTE after usage_rows' own)
+    "session": ", top AS (SELECT * FROM per_session ORDER BY cost_nusd DESC, total_tokens DESC,"
+               " session_id LIMIT ?) SELECT top.session_id, 1, top.responses,"
+               f" {', '.join(f'top.{f}' for f in SUMMED)}, ss.agent, ss.model,"
                " COALESCE(ss.project_root, ss.cwd), ss.title, ss.started_at, ss.last_event_at"
-               f" FROM per_session {_join('per_session')}"
-               " ORDER BY per_session.cost_nusd DESC, per_session.total_tokens DESC,"
-               " per_session.session_id LIMIT ?",
+               f" FROM top {_join('top')}",
 }
 # A session row's facts after its sums (in _MORE["session"]'s order).
 _SESSION_FACTS = ("agent", "model", "project", "title", "started_at", "last_event_at")
