@@ -28,6 +28,7 @@ import orjson
 from agentsrc_daemon.rpc.client import Client
 
 SESSION = "bench0000-0000-4000-8000-statusline00"
+REPO = Path(__file__).resolve().parents[1]
 
 
 def live_session(home: Path, requests: int) -> Path:
@@ -75,9 +76,16 @@ def bench_statusline(args: argparse.Namespace) -> None:
                           "display_name": "Sonnet 4.5"}, "cwd": "/bench/statusline",
                           "cost": {"total_cost_usd": 1.0}})
     agentsrc = str(Path(sys.executable).parent / "agentsrc")
+    # The same without site (`-S`, the package on PYTHONPATH): the editable install of a
+    # checkout imports pathlib and more at every start (its finder, about 11 ms), which a
+    # normal install does not.
+    lean = f"import sys; sys.path.insert(0, {str(REPO)!r}); sys.argv = ['agentsrc', 'statusline'];" \
+           " from agentsrc_daemon.cli import main; main()"
     subjects = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "agentsrc statusline": [agentsrc, "statusline"],
+        "python -S -c pass": [sys.executable, "-S", "-c", "pass"],
+        "statusline, -S": [sys.executable, "-S", "-c", lean],
     }
     times: dict[str, list[float]] = {name: [] for name in subjects}
     socket_times: list[float] = []
@@ -94,7 +102,7 @@ def bench_statusline(args: argparse.Namespace) -> None:
                 t0 = time.perf_counter()
                 out = subprocess.run(argv, env=penv, input=stdin, capture_output=True, check=True)
                 times[name].append(time.perf_counter() - t0)
-                if name != "python -c pass":
+                if "statusline" in name:
                     line = out.stdout.decode().strip()
             with Client(d.sock) as c:
                 t0 = time.perf_counter()

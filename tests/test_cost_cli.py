@@ -113,7 +113,7 @@ def test_statusline_as_claude_code_runs_it(d: DaemonProcess) -> None:
 
 def test_statusline_loads_almost_nothing(d: DaemonProcess) -> None:
     """Claude Code runs it every few hundred milliseconds: three modules of ours and
-    the standard library's json and socket; not orjson (its import loads dataclasses,
+    the standard library's json and _socket; not orjson (its import loads dataclasses,
     enum and inspect), typing, the config module or the socket client."""
     out = subprocess.run([sys.executable, "-X", "importtime", str(Path(sys.executable).parent / "agentsrc"),
                           "statusline"], env=d.env, input=CLAUDE_CODE, capture_output=True,
@@ -123,7 +123,7 @@ def test_statusline_loads_almost_nothing(d: DaemonProcess) -> None:
               if line.startswith("import time:") and "|" in line}
     assert sorted(m for m in loaded if m.startswith("agentsrc_daemon")) == [
         "agentsrc_daemon", "agentsrc_daemon.cli", "agentsrc_daemon.cli.statusline"]
-    assert not loaded & {"orjson", "typing", "dataclasses", "typer", "apsw"}
+    assert not loaded & {"orjson", "typing", "dataclasses", "typer", "apsw", "socket", "selectors"}
 
 
 def test_statusline_when_the_daemon_is_down(d: DaemonProcess, tmp_path: Path) -> None:

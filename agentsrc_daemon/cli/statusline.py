@@ -16,7 +16,7 @@ the screen.
 
 It runs on every refresh, so ``agentsrc statusline`` is answered here, before the CLI's
 fast path (cli/__init__.py), with what the interpreter has or loads in a few
-milliseconds: the standard library's ``json`` and ``socket`` (orjson's import alone
+milliseconds: the standard library's ``json`` and ``_socket`` (orjson's import alone
 loads dataclasses, enum and inspect: 15-20 ms; pathlib 12 ms; the config module 10 ms),
 the socket found as ``config.load_config`` finds it (``socket_path``; with a
 configuration file, which may name another, the fast path asks load_config itself),
@@ -267,9 +267,11 @@ class _NoAnswer(Exception):
 def ask(path: str, params: dict[str, Any], timeout: float = TIMEOUT_S) -> dict[str, Any]:
     """One ``usage.statusline`` request over the socket (a line of JSON-RPC each way).
     Raises _NoAnswer with what the line says when the daemon cannot answer."""
-    import socket
+    # The C module itself: socket.py adds selectors and enum classes (5 ms) for nothing
+    # a single request needs.
+    import _socket
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         try:
