@@ -42,7 +42,7 @@ CHUNKED = {"pack", "page_indexes", "aggregates", "usage_groups", "project_indexe
 def test_the_migrations_are_registered_in_order_by_name_and_version() -> None:
     assert [m.name for m in MIGRATIONS] == NAMES
     assert [m.version for m in MIGRATIONS] == list(range(1, len(NAMES) + 1))
-    assert SCHEMA_VERSION == MIGRATIONS.version == len(MIGRATIONS) == 19
+    assert SCHEMA_VERSION == MIGRATIONS.version == len(MIGRATIONS) == 20
     assert {m.name for m in MIGRATIONS if isinstance(m.body, ChunkedMigration)} == CHUNKED
     for m in MIGRATIONS:
         assert MIGRATIONS[m.version - 1] is m

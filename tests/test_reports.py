@@ -68,7 +68,7 @@ def assert_reports_match(reader: Reader, findings_since: list[str | None],
 
 def agg_rows(conn: apsw.Connection, tables: tuple[str, ...] = AGG_TABLES + GROUP_TABLES,
              costs: bool = True) -> dict[str, list[tuple[Any, ...]]]:
-    """The aggregates' rows; without the costs' columns (schema 19) when ``costs`` is
+    """The aggregates' rows; without the costs' columns (schema 20) when ``costs`` is
     False: what the 10 -> 11 and 11 -> 12 fills made."""
     def columns(t: str) -> str:
         names = [r[1] for r in conn.execute(f"PRAGMA table_info('{t}')")]
@@ -81,7 +81,7 @@ def refilled(db: Path, tmp: Path) -> dict[str, list[tuple[Any, ...]]]:
     ``db`` by the writer's statements over every id (the groupings following by their
     triggers), then the groupings computed again from agg_usage alone, which must give
     the same rows. (The 10 -> 11 and 11 -> 12 fills are these statements as they were
-    before schema 19's costs: tests/test_migrations.py runs them.)"""
+    before schema 20's costs: tests/test_migrations.py runs them.)"""
     copy = tmp / "refill.db"
     src = connect(db, readonly=True)
     dst = connect(copy)

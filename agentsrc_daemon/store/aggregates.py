@@ -50,7 +50,7 @@ _SUM_COLUMNS = ", ".join(f"{f} INTEGER NOT NULL" for f in USAGE_FIELDS)
 
 def _usage_table(costs: bool) -> str:
     """agg_usage: as the 10 -> 11 migration made it (``costs`` False), or with the
-    requests' costs (schema 19: the columns after the token sums, where ``ALTER TABLE
+    requests' costs (schema 20: the columns after the token sums, where ``ALTER TABLE
     ... ADD COLUMN`` puts them)."""
     cost_columns = f"\n    {COST_COLUMNS}," if costs else ""
     return f"""
@@ -146,7 +146,7 @@ USAGE_PROJECT = "json_extract(j, '$[1]')"
 USAGE_SUM_TERMS = [
     f"SUM(COALESCE(json_extract(j, '$[{i + 2}]'), 0))" for i in range(len(USAGE_FIELDS))
 ]
-# A usage event's cost (usage_costs, schema 19), beside its JSON: the event aliased
+# A usage event's cost (usage_costs, schema 20), beside its JSON: the event aliased
 # ``e``, its cost ``c`` (none while the event waits to be priced: a migrated store's
 # history, until the re-price reaches it).
 COST_JOIN = "LEFT JOIN usage_costs c ON c.event_id = e.id"
@@ -170,7 +170,7 @@ _RANGE = "id > :lo AND id <= :hi"
 
 def _upsert_usage(costs: bool) -> str:
     """The usage events with ids in (lo, hi] added to agg_usage (``:sign`` -1: taken
-    back); with their costs from schema 19 on (``costs``)."""
+    back); with their costs from schema 20 on (``costs``)."""
     fields = (*USAGE_FIELDS, *COST_FIELDS) if costs else USAGE_FIELDS
     terms = [*USAGE_SUM_TERMS, *COST_SUM_TERMS] if costs else USAGE_SUM_TERMS
     source = (
@@ -248,7 +248,7 @@ _UPSERTS = {
     SENSITIVE_READ: (_UPSERT_SENSITIVE,),
     READ: (_UPSERT_EXTERNAL_READS,),
 }
-# As the 10 -> 11 migration's fill wrote them (no usage_costs before schema 19).
+# As the 10 -> 11 migration's fill wrote them (no usage_costs before schema 20).
 _UPSERTS_11 = {**_UPSERTS, USAGE: (_upsert_usage(costs=False),)}
 # A sensitive read leaving its group (a claim moving it, or its time): the group's
 # latest time is found again among the others (a maximum cannot be taken back).
@@ -307,7 +307,7 @@ def drop_empty(conn: apsw.Connection) -> None:
 
 def begin_fill(conn: apsw.Connection) -> None:
     """The 10 -> 11 migration's first transaction (run again by a resumed one): the
-    tables as they were at 11 (schema 19 adds the costs' columns)."""
+    tables as they were at 11 (schema 20 adds the costs' columns)."""
     conn.execute(_tables(costs=False))
     conn.execute(REPORT_DAY_INDEX)
     conn.execute(

@@ -32,7 +32,7 @@ import apsw
 from .aggregates import NONE
 from .vocabulary import COST_COLUMNS, COST_FIELDS, USAGE_FIELDS
 
-# The sums kept per grouping: as the 11 -> 12 migration made them, and from schema 19
+# The sums kept per grouping: as the 11 -> 12 migration made them, and from schema 20
 # with the requests' costs (COST_FIELDS, after them, where ALTER TABLE puts them).
 _SUMS_12 = ("responses", *USAGE_FIELDS)
 _SUMS = (*_SUMS_12, *COST_FIELDS)
@@ -107,7 +107,7 @@ _SAME_KEY = " AND ".join(
     f"NEW.{c} IS OLD.{c}" for c in ("session_id", "model", "day", "adapter", "project")
 )
 _GROUP = "dim = {r}.dim AND value = {r}.value"
-# The triggers' names (schema 19 drops them and makes them again with the costs).
+# The triggers' names (schema 20 drops them and makes them again with the costs).
 TRIGGER_NAMES = ("agg_usage_by_insert", "agg_usage_by_update", "agg_usage_by_rekey",
                  "agg_usage_by_delete", "agg_usage_group_insert", "agg_usage_group_update",
                  "agg_usage_group_delete")
@@ -163,7 +163,7 @@ def _fill(sums: tuple[str, ...]) -> str:
 def begin_fill(conn: apsw.Connection) -> None:
     """The 11 -> 12 migration's first transaction (run again by a resumed one): the
     tables and the triggers as they were at 12, from which on the writer keeps them
-    (schema 19 adds the costs)."""
+    (schema 20 adds the costs)."""
     conn.execute(_tables(costs=False))
     conn.execute(_triggers(_SUMS_12))
     conn.execute(

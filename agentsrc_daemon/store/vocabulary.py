@@ -33,7 +33,7 @@ USAGE_FIELDS = (
 )
 
 # What the usage aggregates (store/aggregates.py, store/usage_groups.py) sum of the
-# requests' costs (usage_costs, schema 19), beside the token counts: the cost shown
+# requests' costs (usage_costs, schema 20), beside the token counts: the cost shown
 # (nano-dollars: the agent's own where it reported one, else ours), our estimate, the
 # tokens no price covers, and how many requests were estimated and reported (the rest
 # of ``responses`` are unpriced, or not priced yet).
