@@ -14,7 +14,7 @@ from ..vocabulary import COMMAND_FAILED, PATH_TAIL, PROJECT_KINDS, PROJECT_ROOT
 from .chunked import EVENT_COPIES_VIEW, EVENTS_VIEW, SINK_EVENT_REVISED, TURNS_VIEW
 
 # The version this schema is (store/migrations/versions.py's SCHEMA_VERSION).
-VERSION = 19
+VERSION = 20
 
 _CORE = """
 CREATE TABLE sources (
