@@ -121,7 +121,8 @@ class Daemon:
         )
         self.backlog.progress = self.progress  # until live (Backlog.bytes)
         self.board = StatusBoard(cfg, self.progress, self.backlog, self.queue, self.errors,
-                                 self.hub, lambda: self.components.scheduler.has_work())
+                                 self.hub, lambda: self.components.scheduler.has_work(),
+                                 lambda: self.components.committer.deferred_work())
         self._profile = StartProfile(cfg.tuning.profile_start)  # off unless asked
         self.prices: PriceStage | None = None  # the pricing stage (pricing/stage.py)
 
@@ -210,7 +211,7 @@ class Daemon:
             from .sink.pusher import start_sink
 
             sink = start_sink(self.cfg.sink, store, on_ack=self.dirty.wakeup.set,
-                              busy=lambda: self.board.state() != "live")
+                              busy=lambda: not self.board.caught_up())
         checkpointer = Checkpointer(self.cfg.db_path) if self.cfg.tuning.checkpoint_thread else None
         committer = Committer(
             store, self.queue, lambda: self.components.ingestor, self.hub, self.timer,
@@ -397,9 +398,15 @@ class Daemon:
                 self.backlog.refresh(force=True)
         if not self.board.live:
             self._become_live()
-        return not self.errors.waiting() and (
+        owed = parts.committer.deferred_work()
+        stepped = not self.errors.waiting() and (
             parts.committer.search_index_step(self._release_memory)
             or parts.committer.reprice_step())
+        if owed is not None and parts.committer.deferred_work() is None:
+            # The deferred work is done: status says live from now on.
+            log.info("indexed")
+            self.notifier.status(self.board.line())
+        return stepped
 
     def _become_live(self) -> None:
         self.board.live = self.components.scheduler.live = self.timer.live = True
@@ -407,7 +414,8 @@ class Daemon:
         self.components.store.search_index.end_deferral()
         self._release_memory()
         self._profile.stop()
-        log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done)
+        log.info("live", files=self.progress.files_done, bytes=self.progress.bytes_done,
+                 indexing=self.components.committer.deferred_work() is not None)
         self.notifier.status(self.board.line())
 
     def _sleep(self, due: _Due) -> None:

@@ -34,13 +34,17 @@ def _started(e: Mapping[str, Any]) -> list[str]:
 
 
 def _live(e: Mapping[str, Any]) -> list[str]:
-    return [f"live: {e.get('files', 0)} files read ({_mib(e.get('bytes'))})"]
+    read = f"{e.get('files', 0)} files read ({_mib(e.get('bytes'))})"
+    if e.get("indexing"):  # the deferred work follows: "indexed" says when it is done
+        return [f"caught up: {read}; indexing"]
+    return [f"live: {read}"]
 
 
 # The events a person meets at every start, said in words on a terminal.
 HUMAN: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     "started": _started,
     "live": _live,
+    "indexed": lambda e: ["live: indexing done"],
     "memory_released": lambda e: [f"memory released: {_mib(e.get('rss'))} resident"],
     "migrating": lambda e: [f"migrating the store: {e.get('migration')}"
                             f" {e.get('done')}/{e.get('total')}"],

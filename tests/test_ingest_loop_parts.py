@@ -303,8 +303,9 @@ def test_the_board_says_catching_up_until_live_and_nothing_waits(
     backlog = Backlog(lambda: 7, lambda: 1, parts.clock)
     backlog.progress = parts.progress
     working = [True]
+    owed: list[dict[str, Any] | None] = [None]
     board = StatusBoard(parts.cfg, parts.progress, backlog, parts.queue, errors, parts.hub,
-                        lambda: working[0])
+                        lambda: working[0], lambda: owed[0])
     parts.progress.bytes_total = 100
     backlog.refresh(force=True)
     assert backlog.value == (100, 1)  # the first catch-up's total less what is done
@@ -331,6 +332,19 @@ def test_the_board_says_catching_up_until_live_and_nothing_waits(
         assert st["store_errors"] == {"count": 0, "last_error": None, "last_at": None,
                                       "retry_in_s": 0.0}
         assert board.line() == "live: 0 files ingested"
+        # Caught up, the deferred work still owed: "indexing", with what it is.
+        owed[0] = {"search_build_left": 12345, "search_merge_pages": 0, "reprice": True}
+        st = board.report(reader)
+        assert (st["state"], st["indexing"]) == ("indexing", owed[0])
+        assert board.caught_up()
+        assert board.line() == ("indexing: search index, 12,345 events left;"
+                                " pricing history again")
+        owed[0] = {"search_build_left": 0, "search_merge_pages": 640, "reprice": False}
+        assert board.line() == "indexing: search index merges, 640 pages"
+        working[0] = True  # a file waits again: catching up comes first
+        assert board.state() == "catching_up" and not board.caught_up()
+        working[0], owed[0] = False, None
+        assert board.report(reader)["indexing"] is None
     finally:
         reader.close()
 

@@ -9,6 +9,7 @@ import random
 import re
 import signal
 import string
+import time
 from pathlib import Path
 from typing import Any
 
@@ -428,6 +429,47 @@ def test_kill_9_during_the_index_build_resumes(
     got = d.call("search.query", {"q": "the", "limit": 1000, "order": "recent"})["hits"]
     assert len(got) == expected
     assert len({h["event_id"] or h["session_id"] for h in got}) == expected
+
+
+def test_status_says_indexing_until_the_deferred_build_is_done(
+    tmp_path: Path, daemon_factory: DaemonFactory
+) -> None:
+    """A cold backfill leaves the search index to a build that runs once every file is
+    read (issue 31): status says "indexing", with what is left, until the build is
+    done, and "live" only then: a person who sees live meets no slow answer."""
+    home = tmp_path / "home"
+    copy_tree(corpus_home(), home)
+    d = daemon_factory(home, AGENTSRC_SEARCH_DEFER_MIN_BACKLOG="1",
+                       AGENTSRC_SEARCH_CHUNK="200").start()
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        st = d.call("status")
+        seen.append(st)
+        if st["state"] == "live":
+            break
+    states = [s["state"] for s in seen]
+    assert states[-1] == "live"
+    # In order: catching up, indexing, live; never back.
+    order = [k for i, k in enumerate(states) if i == 0 or states[i - 1] != k]
+    assert order == ["catching_up", "indexing", "live"], order
+    indexing = [s for s in seen if s["state"] == "indexing"]
+    for s in indexing:
+        left = s["indexing"]["search_build_left"]
+        progress = s["search_index"]
+        # What is left is what the search index's progress says it has still to do
+        # (both read in the one status: the build advances between the two reads).
+        assert 0 <= progress["target"] - progress["indexed_upto"] <= left
+        assert s["indexing"]["reprice"] is False
+    assert indexing[0]["indexing"]["search_build_left"] > 0
+    final = seen[-1]
+    assert final["indexing"] is None
+    assert final["search_index"]["state"] == "ready"
+    assert final["search_index"]["indexed_upto"] == final["search_index"]["target"]
+    log = [orjson.loads(line) for line in d.log().splitlines() if line.startswith("{")]
+    live = [e for e in log if e.get("event") == "live"]
+    assert [e["indexing"] for e in live] == [True]
+    assert [e["event"] for e in log].count("indexed") == 1
 
 
 def test_sessions_filters_sorts_and_pages(store: Store, tmp_path: Path) -> None:

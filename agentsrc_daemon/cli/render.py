@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from ..states import indexing_text
+
 
 def emit_json(value: Any) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -68,7 +70,9 @@ def wait_live(call: Callable[[str], Any]) -> None:
         if st["state"] == "live":
             break
         if sys.stderr.isatty():
-            sys.stderr.write("\r" + progress_line(st))
+            line = (f"indexing: {indexing_text(st.get('indexing') or {})}"
+                    if st["state"] == "indexing" else progress_line(st))
+            sys.stderr.write("\r\x1b[K" + line)
             sys.stderr.flush()
         time.sleep(0.5)
     if sys.stderr.isatty():
@@ -82,6 +86,8 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         return [*lines, f"progress:  {progress_line(st)}"]
     if st["state"] == "catching_up":
         lines.append(f"progress:  {progress_line(st)}")
+    if st["state"] == "indexing":  # caught up; answers may be slower until it is done
+        lines.append(f"indexing:  {indexing_text(st.get('indexing') or {})}")
     lines.append(f"files:     {st['files']} ({st.get('files_gone', 0)} gone)")
     lines.append(f"sessions:  {st['sessions']}")
     lines.append(f"events:    {st['events']}")

@@ -114,7 +114,9 @@ class Committer:
         self.sink = sink  # sink.pusher.Pusher when [sink.clickhouse] is configured
         self.search_chunk_ids = search_chunk_ids or SEARCH_CHUNK_IDS
         self.reprice_chunk = reprice_chunk or REPRICE_CHUNK
-        self.repricing = True  # until a step finds nothing left (reprice() sets it again)
+        # A re-price with events left: begun at start (the prices changed) or cut short
+        # by a stop; until a step finds nothing left (reprice() sets it again).
+        self.repricing = store.reprice_pending()
         self._repriced = 0  # usage events priced again since the re-price began
         self.errors = StoreErrors(clock) if errors is None else errors
 
@@ -222,6 +224,22 @@ class Committer:
                 built()
             return True
         return False
+
+    def deferred_work(self) -> dict[str, Any] | None:
+        """The deferred work still owed once nothing is queued (None when there is
+        none): the search index's build over events a backfill left to it, a merge debt
+        past the point where a step follows each commit, a re-price. What status calls
+        "indexing" (ingest/status.py). Plain reads of values only this thread writes."""
+        index = self.store.search_index
+        owed = index.merge_owed
+        heavy_merge = owed >= SEARCH_MERGE_FORCE_STEPS * index.merge_pages
+        if not (index.backlog() or heavy_merge or self.repricing):
+            return None
+        return {
+            "search_build_left": index.build_left,
+            "search_merge_pages": owed,
+            "reprice": self.repricing,
+        }
 
     def reprice_step(self) -> bool:
         """When nothing is queued: one chunk of a re-price (the stored costs priced

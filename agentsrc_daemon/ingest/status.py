@@ -3,8 +3,10 @@ threads from plain values the ingest thread keeps (the backlog, the progress, th
 reconcile stats, the store's refused writes) and from the store's own counts.
 
 ``state`` is "migrating" while a chunked schema migration runs (only status answers
-then), "catching_up" until the first catch-up is over and whenever files wait, then
-"live".
+then), "catching_up" until the first catch-up is over and whenever files wait,
+"indexing" while the work a backfill deferred still runs (the search index's build over
+what it stored, a large merge debt, a re-price: answers may be slower then, and status
+says so rather than "live"), then "live".
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .. import __version__
 from ..config import Config
 from ..errors import RpcError
 from ..rpc.transport import Handler, Hub
+from ..states import CATCHING_UP, INDEXING, LIVE, indexing_text
 from ..store import Reader
 from ..store import sink as sink_store
 from .committer import StoreErrors
@@ -47,6 +50,7 @@ class StatusBoard:
         errors: StoreErrors,
         hub: Hub,
         working: Callable[[], bool],
+        deferred: Callable[[], dict[str, Any] | None] = lambda: None,
     ) -> None:
         self.cfg = cfg
         self.progress = progress
@@ -55,6 +59,7 @@ class StatusBoard:
         self.errors = errors
         self.hub = hub
         self.working = working  # files queued or a batch carried
+        self.deferred = deferred  # the deferred work still owed (Committer.deferred_work)
         self.started_at = time.time()
         self.live = False  # the first catch-up is over
         # A chunked schema migration in progress: {name, done, total}.
@@ -82,14 +87,23 @@ class StatusBoard:
 
         return gated
 
+    def caught_up(self) -> bool:
+        """The first catch-up is over and no file waits (live or indexing)."""
+        return self.live and not self.working()
+
     def state(self) -> str:
-        return "live" if self.live and not self.working() else "catching_up"
+        if not self.caught_up():
+            return CATCHING_UP
+        return LIVE if self.deferred() is None else INDEXING
 
     def line(self) -> str:
         """The one line the service manager shows (sd_notify STATUS=)."""
         p = self.progress
-        if self.state() == "live":
+        state = self.state()
+        if state == LIVE:
             return f"live: {p.files_done} files ingested"
+        if state == INDEXING:
+            return f"indexing: {indexing_text(self.deferred() or {})}"
         return (
             f"catching up: {p.files_done}/{p.files_total} files, "
             f"{p.bytes_done // (1 << 20)}/{p.bytes_total // (1 << 20)} MiB"
@@ -106,10 +120,14 @@ class StatusBoard:
         # read after it include them (read the other way round, a status taken during
         # the last commit said live with the counts of before it: 19,851 of 20,000 files).
         state = self.state()
+        deferred = self.deferred() if state == INDEXING else None
         counts = reader.counts()
         pending_bytes, pending_files = self.backlog.value
         return {
             "state": state,
+            # While indexing: what is owed (search_build_left event ids, merge pages,
+            # whether a re-price runs; its progress is "reprice"), else None.
+            "indexing": deferred,
             "version": __version__,
             "pid": os.getpid(),
             "started_at": _iso(self.started_at),

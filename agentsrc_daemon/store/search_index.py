@@ -168,6 +168,11 @@ class SearchIndex:
         """Events stored before the search index existed that it does not hold yet."""
         return self._done < self._target
 
+    @property
+    def build_left(self) -> int:
+        """Event ids the build has still to index (0 when it holds them all)."""
+        return max(0, self._target - self._done)
+
     def build_step(self, chunk: int = SEARCH_CHUNK_IDS) -> bool:
         """Index the next id range of the events stored before the index existed, in its
         own transaction with the high-water mark (so a kill -9 resumes where the last

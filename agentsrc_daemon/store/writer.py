@@ -160,6 +160,10 @@ class Store:
         self._costs.cost_of = cost_of
         return costs.begin_reprice(self.conn, fingerprint, at_start=at_start)
 
+    def reprice_pending(self) -> bool:
+        """Whether a re-price has events left (begun at start, or cut short by a stop)."""
+        return costs.reprice_progress(self.conn) is not None
+
     def reprice_step(self, chunk: int) -> costs.Step:
         """A chunk of the re-price in its own transaction (store/costs.py): how many
         usage events it priced again, and whether more is left."""

@@ -13,7 +13,7 @@
   function setState(state) {
     var pill = document.getElementById("daemon-state");
     if (!pill || !state) { return; }
-    var label = { live: "live", catching_up: "catching up", down: "daemon down", migrating: "migrating" };
+    var label = { live: "live", catching_up: "catching up", indexing: "indexing", down: "daemon down", migrating: "migrating" };
     pill.textContent = label[state.state] || String(state.state);
     pill.className = "state " + (state.state === "live" ? "state-live" : state.state === "down" ? "state-down" : "state-catching");
   }
