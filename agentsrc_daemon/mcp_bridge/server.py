@@ -12,7 +12,6 @@ Imported only by the ``mcp`` command: the SDK is the optional ``agentsrc[mcp]`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,6 +23,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field
 
 from .. import __version__
+from ..config import ROOTS
 from ..errors import ToolCallError
 from . import tools as T
 from .tools import UNTRUSTED, Bridge
@@ -48,8 +48,10 @@ SessionId = Annotated[str, Field(
     "the agent's native id, or a unique prefix of either.")]
 SessionFilter = Annotated[str | None, Field(
     min_length=1, description="Only this session (an id, native id or unique prefix).")]
+# The agents as sessions name them, from the roots the daemon watches (config.ROOTS).
+AGENTS = ", ".join(dict.fromkeys(spec.agent for spec in ROOTS))
 AgentFilter = Annotated[str | None, Field(
-    min_length=1, description="Only this agent's sessions: codex, claude-code, muse, gemini, copilot, opencode.")]
+    min_length=1, description=f"Only this agent's sessions: {AGENTS}.")]
 
 
 def _limit(most: int, what: str) -> Any:
@@ -77,10 +79,15 @@ FRAME = (
 # ---- the tools --------------------------------------------------------------------
 
 
-def build_server(bridge: Bridge) -> MCPServer[Any]:
-    """The MCP server with every tool bound to ``bridge``."""
+class BridgeTools:
+    """The tools, each a method whose signature is its input schema (Tool.from_function
+    reads it), bound to one bridge to the daemon."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
 
     def search_history(
+        self,
         query: Annotated[str, Field(min_length=1, description=(
             "What to find (full-text): words (all must match), \"a phrase\", prefix*, AND, "
             "OR, NOT, parentheses; identifiers match their parts (rate limiter finds "
@@ -101,11 +108,12 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         limit: HitsLimit = 10,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.search_history, bridge, query=query, kind=kind, order=order, agent=agent,
+        return _run(T.search_history, self.bridge, query=query, kind=kind, order=order, agent=agent,
                     session_id=session_id, since=since, until=until, project=project,
                     all_projects=all_projects, limit=limit, cursor=cursor)
 
     def list_sessions(
+        self,
         project: Project = None,
         agent: AgentFilter = None,
         since: Annotated[str | None, Field(description=(
@@ -123,29 +131,32 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         limit: SessionsLimit = 20,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.list_sessions, bridge, project=project, agent=agent, since=since,
+        return _run(T.list_sessions, self.bridge, project=project, agent=agent, since=since,
                     until=until, search=search, sort=sort, all_projects=all_projects,
                     limit=limit, cursor=cursor)
 
     def get_session(
+        self,
         session_id: SessionId,
         all_projects: AllProjects = False,
         limit: TurnsLimit = 50,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.get_session, bridge, session_id=session_id, all_projects=all_projects,
+        return _run(T.get_session, self.bridge, session_id=session_id, all_projects=all_projects,
                     limit=limit, cursor=cursor)
 
     def session_log(
+        self,
         session_id: SessionId,
         all_projects: AllProjects = False,
         limit: LogTurnsLimit = 5,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.session_log, bridge, session_id=session_id, all_projects=all_projects,
+        return _run(T.session_log, self.bridge, session_id=session_id, all_projects=all_projects,
                     limit=limit, cursor=cursor)
 
     def file_history(
+        self,
         path: Annotated[str, Field(min_length=1, description=(
             "The file: absolute, relative to the project root (src/app.py), or a glob "
             "(src/*.py)."))],
@@ -157,11 +168,12 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         limit: EventsLimit = 20,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.file_history, bridge, path=path, session_id=session_id, agent=agent,
+        return _run(T.file_history, self.bridge, path=path, session_id=session_id, agent=agent,
                     since=since, project=project, all_projects=all_projects, limit=limit,
                     cursor=cursor)
 
     def commands(
+        self,
         failed_only: Annotated[bool, Field(description=(
             "true: only commands that failed (non-zero exit, interrupted, or reported as an "
             "error)."))] = False,
@@ -174,11 +186,12 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         limit: CommandsLimit = 20,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.commands, bridge, failed_only=failed_only, contains=contains,
+        return _run(T.commands, self.bridge, failed_only=failed_only, contains=contains,
                     session_id=session_id, since=since, project=project,
                     all_projects=all_projects, limit=limit, cursor=cursor)
 
     def secret_findings(
+        self,
         session_id: SessionFilter = None,
         type: Annotated[str | None, Field(description=(
             "Only this detect-secrets type, e.g. `AWS Access Key`, `Secret Keyword`."))] = None,
@@ -190,11 +203,12 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         limit: FindingsLimit = 20,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.secret_findings, bridge, session_id=session_id, secret_type=type,
+        return _run(T.secret_findings, self.bridge, session_id=session_id, secret_type=type,
                     path=path, since=since, project=project, all_projects=all_projects,
                     limit=limit, cursor=cursor)
 
     def usage_summary(
+        self,
         since: Since = None,
         until: Until = None,
         agent: AgentFilter = None,
@@ -203,59 +217,65 @@ def build_server(bridge: Bridge) -> MCPServer[Any]:
         limit: RowsLimit = 10,
         cursor: Cursor = None,
     ) -> CallToolResult:
-        return _run(T.usage_summary, bridge, since=since, until=until, agent=agent,
+        return _run(T.usage_summary, self.bridge, since=since, until=until, agent=agent,
                     project=project, all_projects=all_projects, limit=limit, cursor=cursor)
 
-    descriptions: dict[Callable[..., CallToolResult], str] = {
-        search_history: (
-            "Full-text search of the record of coding-agent sessions: prompts, assistant "
-            "messages, commands, paths read and edited, session titles. Use it for 'what did we decide about X', 'when did we "
-            "discuss Y'. Hits, best first, with session id and title, event id, turn id, "
-            "kind, time and a snippet; follow up with session_log or get_session."
-        ),
-        list_sessions: (
-            "List coding-agent sessions (Claude Code, Codex, Muse, Gemini CLI, Copilot CLI, "
-            "OpenCode), most recently active first (or by start, tokens, tool calls): id, agent, title, project, model, times, "
-            "counts of prompts, tool calls and errors, tokens, cost, parent session."
-        ),
-        get_session: (
-            "One session's facts: agent, model, project, times, counts, tokens, event counts "
-            "by kind, its parent and children (subagent or forked sessions), and its turn "
-            "list (turn id, start, end, status, model), paged."
-        ),
-        session_log: (
-            "What happened in a session, turn by turn: each turn's prompt, its steps (files "
-            "read and edited, commands with exit code and duration, searches, sub-agents, "
-            "other tool calls), the answer, tokens and wall time. Paged by turns."
-        ),
-        file_history: (
-            "Who read and who changed a file, newest first: each read or edit with its time, "
-            "operation (read, grep, add, update, delete, move, write), session and turn. Use "
-            "it for 'has this file been changed by another session today?' (since: 1d)."
-        ),
-        commands: (
-            "Shell commands the agents ran, newest first: command line, cwd, exit code, "
-            "duration, whether it failed, session and turn. Use it for 'which command failed "
-            "last time we ran the migration?' (failed_only, contains)."
-        ),
-        secret_findings: (
-            "Secrets that reached a model, newest first: the detect-secrets type, where "
-            "(file, line, which content), session and turn, and a keyed hash (the same "
-            "secret has the same hash). Never the value: the record does not hold it."
-        ),
-        usage_summary: (
-            "Tokens used (input, output, cache read and write, reasoning, total) and what "
-            "they cost, in total and by model, project, day (UTC, newest first) and agent, "
-            "with the sessions and model responses counted. Each cost is {usd, kind}: "
-            "estimated (priced from a price table), reported (the agent's own figure), "
-            "unpriced (usd null: the model is unknown, with unpriced_tokens and a reason) "
-            "or mixed."
-        ),
-    }
+
+DESCRIPTIONS: dict[str, str] = {
+    "search_history": (
+        "Full-text search of the record of coding-agent sessions: prompts, assistant "
+        "messages, commands, paths read and edited, session titles. Use it for 'what did we decide about X', 'when did we "
+        "discuss Y'. Hits, best first, with session id and title, event id, turn id, "
+        "kind, time and a snippet; follow up with session_log or get_session."
+    ),
+    "list_sessions": (
+        f"List coding-agent sessions ({AGENTS}), most recently active first (or by start, tokens, tool calls): id, agent, title, project, model, times, "
+        "counts of prompts, tool calls and errors, tokens, cost, parent session."
+    ),
+    "get_session": (
+        "One session's facts: agent, model, project, times, counts, tokens, event counts "
+        "by kind, its parent and children (subagent or forked sessions), and its turn "
+        "list (turn id, start, end, status, model), paged."
+    ),
+    "session_log": (
+        "What happened in a session, turn by turn: each turn's prompt, its steps (files "
+        "read and edited, commands with exit code and duration, searches, sub-agents, "
+        "other tool calls), the answer, tokens and wall time. Paged by turns."
+    ),
+    "file_history": (
+        "Who read and who changed a file, newest first: each read or edit with its time, "
+        "operation (read, grep, add, update, delete, move, write), session and turn. Use "
+        "it for 'has this file been changed by another session today?' (since: 1d)."
+    ),
+    "commands": (
+        "Shell commands the agents ran, newest first: command line, cwd, exit code, "
+        "duration, whether it failed, session and turn. Use it for 'which command failed "
+        "last time we ran the migration?' (failed_only, contains)."
+    ),
+    "secret_findings": (
+        "Secrets that reached a model, newest first: the detect-secrets type, where "
+        "(file, line, which content), session and turn, and a keyed hash (the same "
+        "secret has the same hash). Never the value: the record does not hold it."
+    ),
+    "usage_summary": (
+        "Tokens used (input, output, cache read and write, reasoning, total) and what "
+        "they cost, in total and by model, project, day (UTC, newest first) and agent, "
+        "with the sessions and model responses counted. Each cost is {usd, kind}: "
+        "estimated (priced from a price table), reported (the agent's own figure), "
+        "unpriced (usd null: the model is unknown, with unpriced_tokens and a reason) "
+        "or mixed."
+    ),
+}
+
+
+def build_server(bridge: Bridge) -> MCPServer[Any]:
+    """The MCP server with every tool bound to ``bridge``."""
+    bound = BridgeTools(bridge)
     tools = []
-    for fn, description in descriptions.items():
+    for name, description in DESCRIPTIONS.items():
         tool = Tool.from_function(
-            fn,
+            getattr(bound, name),
+            name=name,
             description=description + FRAME,
             annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                         idempotent_hint=True, open_world_hint=False),
