@@ -9,7 +9,7 @@ import binascii
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -402,41 +402,59 @@ def _decode_cursor(cursor: str) -> dict[str, Any]:
     return value
 
 
-def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
-    q = _str_param(params, "q", required=True)
-    assert q is not None
-    agent = _agent_param(params)
+SEARCHABLE = ("prompt", "message", "command", "read", "edit", "tool_call", TITLE_KIND)
+
+
+def _search_kinds(params: dict[str, Any]) -> list[str] | None:
+    """``kind`` (one) or ``kinds`` (a list) of the searchable kinds; None: every kind."""
     kinds = params.get("kinds")
     kind = params.get("kind")
     if kind is not None:
         kinds = [kind] if isinstance(kind, str) else kind
-    searchable = ("prompt", "message", "command", "read", "edit", "tool_call", TITLE_KIND)
-    if kinds is not None:
-        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-            raise RpcError(INVALID_PARAMS, "kind must be a string or kinds a list of strings")
-        bad = [k for k in kinds if k not in searchable]
-        if bad:
-            raise RpcError(
-                INVALID_PARAMS, f"kind {bad[0]!r} is not searched", {"kinds": list(searchable)}
-            )
-    order = params.get("order", "rank")
-    if order not in ("rank", "recent"):
-        raise RpcError(INVALID_PARAMS, "order must be rank or recent")
-    limit = _int_param(params, "limit", 20, 1, 1000)
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        raise RpcError(INVALID_PARAMS, "kind must be a string or kinds a list of strings")
+    bad = [k for k in kinds if k not in SEARCHABLE]
+    if bad:
+        raise RpcError(INVALID_PARAMS, f"kind {bad[0]!r} is not searched",
+                       {"kinds": list(SEARCHABLE)})
+    return kinds
+
+
+class _SearchPage(NamedTuple):
+    """Where a search's next page starts, from its cursor (all None on the first)."""
     upto: int | None = None
     now: str | None = None
     after: tuple[float, int] | None = None
     cut: Cut | None = None
+
+
+def _search_page(params: dict[str, Any], order: str) -> _SearchPage:
     cursor = _str_param(params, "cursor")
-    if cursor:
-        c = _decode_cursor(cursor)
-        try:
-            upto, now, after = int(c["u"]), str(c["n"]), (float(c["s"]), int(c["i"]))
-            cut = None if c.get("k") is None else Cut.from_json(c["k"])
-        except (KeyError, TypeError, ValueError):
-            raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned") from None
-        if c.get("o", "rank") != order:
-            raise RpcError(INVALID_PARAMS, "cursor was returned for another order")
+    if not cursor:
+        return _SearchPage()
+    c = _decode_cursor(cursor)
+    try:
+        page = _SearchPage(int(c["u"]), str(c["n"]), (float(c["s"]), int(c["i"])),
+                           None if c.get("k") is None else Cut.from_json(c["k"]))
+    except (KeyError, TypeError, ValueError):
+        raise RpcError(INVALID_PARAMS, "cursor is not one this daemon returned") from None
+    if c.get("o", "rank") != order:
+        raise RpcError(INVALID_PARAMS, "cursor was returned for another order")
+    return page
+
+
+def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    q = _str_param(params, "q", required=True)
+    assert q is not None
+    agent = _agent_param(params)
+    kinds = _search_kinds(params)
+    order = params.get("order", "rank")
+    if order not in ("rank", "recent"):
+        raise RpcError(INVALID_PARAMS, "order must be rank or recent")
+    limit = _int_param(params, "limit", 20, 1, 1000)
+    page = _search_page(params, order)
     try:
         result = reader.search(
             q,
@@ -448,10 +466,10 @@ def search_query(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
             until_ts=_until(params),
             limit=limit,
             order=order,
-            upto=upto,
-            now=now,
-            after=after,
-            cut=cut,
+            upto=page.upto,
+            now=page.now,
+            after=page.after,
+            cut=page.cut,
         )
     except QuerySyntaxError as exc:
         raise RpcError(INVALID_PARAMS, f"bad search query: {exc}", {"q": q}) from None
