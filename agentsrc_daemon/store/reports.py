@@ -143,10 +143,24 @@ def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, An
     for entry in by_session:
         key = entry["project_root"] or entry["cwd"] or "(unknown)"
         by_project[key] = by_project.get(key, 0) + entry["findings"]
+    external = _external_reads_with_secrets(conn, span)
+    sensitive = _sensitive_reads(conn, span)
+    return {
+        "findings": sum(v["findings"] for v in by_type.values()),
+        "by_type": by_type,
+        "by_session": by_session,
+        "by_project": dict(sorted(by_project.items(), key=lambda kv: -kv[1])),
+        "sensitive_reads": sensitive,
+        "external_reads_with_secrets": external,
+    }
+
+
+def _external_reads_with_secrets(conn: apsw.Connection, span: Span) -> list[dict[str, Any]]:
+    """Reads outside the project whose content carried a secret, per (path, session)."""
     with_files, args = _in_span(
         span, "agg_secret_files", f"path, session_id, NULLIF(type, {NONE}) type, n",
         f"path, session_id, {SECRET_TYPE}", "1, 2, 3", " WHERE path IS NOT NULL")
-    external = [
+    return [
         {"path": p, "session_id": sid, "findings": n, "types": _types(types)}
         for p, sid, n, types in conn.execute(
             with_files + "SELECT path, session_id, SUM(n), group_concat(DISTINCT type) FROM x"
@@ -156,8 +170,11 @@ def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, An
             args,
         )
     ]
-    # Sensitive reads in range, per (path, session), with the findings naming the path
-    # (whatever their time).
+
+
+def _sensitive_reads(conn: apsw.Connection, span: Span) -> list[dict[str, Any]]:
+    """Sensitive reads in range, per path, with the findings naming the path (whatever
+    their time)."""
     reads = (
         f"SELECT NULLIF(path, {NONE}) path, session_id, n, max_ts FROM agg_sensitive"
         f"{span.agg_where()}"
@@ -169,7 +186,7 @@ def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, An
         with_boundary = f"b AS MATERIALIZED ({boundary}), "
         reads += " UNION ALL SELECT path, session_id, COUNT(*), MAX(ts) FROM b GROUP BY 1, 2"
         args = boundary_args + args
-    sensitive = [
+    return [
         {"path": p, "reads": n, "sessions": ns, "last_ts": last, "findings": nf}
         for p, n, ns, last, nf in conn.execute(
             f"WITH {with_boundary}r AS MATERIALIZED ({reads}) SELECT path, SUM(n), COUNT(DISTINCT session_id),"
@@ -178,14 +195,6 @@ def findings_report(conn: apsw.Connection, since_ts: str | None) -> dict[str, An
             args,
         )
     ]
-    return {
-        "findings": sum(v["findings"] for v in by_type.values()),
-        "by_type": by_type,
-        "by_session": by_session,
-        "by_project": dict(sorted(by_project.items(), key=lambda kv: -kv[1])),
-        "sensitive_reads": sensitive,
-        "external_reads_with_secrets": external,
-    }
 
 
 _USAGE_GROUPS = ("model", "project", "day", "agent")
