@@ -12,6 +12,9 @@ Files this adapter reads (all JSONL, one record per line):
 Subagents never make sessions of their own: their records carry the parent's
 ``sessionId`` and every event they produce is tagged with ``subagent_id``. See
 docs/formats-claude.md for what is derived from which record and why.
+
+Long on purpose: one agent's format across its versions, the ownership rules of forks,
+background copies and sub-agents beside the records they read.
 """
 
 from __future__ import annotations

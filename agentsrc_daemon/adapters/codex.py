@@ -16,6 +16,10 @@ agent_message``. Each is counted once (see ``_seen_from_other_source``).
 
 The module is pure: no file, database or socket access. All per-file memory lives in the
 plain ``state`` dict, which the tail-reader persists with orjson after every batch.
+
+Long on purpose: one agent's format across its versions (0.1x to 0.157 and vendor
+builds), each record type and its reason in one place; the turn items of 0.144+ are in
+codex_items.py.
 """
 
 from __future__ import annotations

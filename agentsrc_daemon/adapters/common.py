@@ -1,6 +1,10 @@
 """What the adapters share: the per-line context every event is built in (``LineContext``,
 its adapter's ``LineRules`` and the ``begin`` preamble of ``parse``), and small pure
-helpers: timestamps, text of content blocks, stored tool-input summaries, numbers."""
+helpers: timestamps, text of content blocks, stored tool-input summaries, numbers.
+
+Long on purpose: the one per-line context every adapter builds its events in, and the
+helpers they share, kept together so an adapter imports one module.
+"""
 
 from __future__ import annotations
 

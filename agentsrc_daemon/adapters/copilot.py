@@ -24,6 +24,8 @@ The module is pure. The ingest layer hands it the text of the ``workspace.yaml``
 a session (``CopilotAdapter.read_sidecar``): ``parse_workspace_yaml`` and
 ``workspace_records`` read it (no YAML library: only its top-level ``key: value``
 lines); ``seed_cwd`` hands its cwd to the per-file state.
+
+Long on purpose: one agent's event stream, each record type and its reason in one place.
 """
 
 from __future__ import annotations

@@ -30,6 +30,9 @@ text of a project's ``.project_root`` (``GeminiAdapter.read_sidecar``), whose ro
 ``seed_cwd`` gives the chats' per-file state; ``project_root_file``, ``project_hash``
 and ``project_root_from_checkpoint`` find a project's root from its paths and
 checkpoints.
+
+Long on purpose: two formats of one agent (the JSON documents and the 0.39+ append-only
+JSONL with its patches and rewinds) sharing their messages' reading.
 """
 
 from __future__ import annotations

@@ -29,6 +29,9 @@ Rows and records are rewritten in place while a response streams; this adapter o
 emits a part once it is final (see ``_part``), and re-emits a part that changes later
 under the same key with the row's ``time_updated`` as its ``Event.revision``, so the
 store replaces the stored version with the newer one (never counting it twice).
+
+Long on purpose: one agent's storage across its layouts (message and part files, the
+database's rows), a part's revisions beside its reading.
 """
 
 from __future__ import annotations

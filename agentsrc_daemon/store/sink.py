@@ -415,7 +415,8 @@ class SinkFeed:
     ) -> Work:
         """The rows after ``pos``, up to ``max_rows`` events (and their findings) or
         ``max_bytes`` of JSON; then revised events and changed sessions. ``clock`` (above
-        ``pos.clock``) is what the rows' versions are made of."""
+        ``pos.clock``) is what the rows' versions are made of. Long on purpose: the
+        three reads share one snapshot and one running byte budget, in this order."""
         # pushed_at: sent, not defaulted by the server (18.16 fills an omitted column of
         # JSONEachRow with the type's zero, not its DEFAULT expression).
         params = {"host": host, "user": user, "text": 1 if text else 0,

@@ -14,7 +14,7 @@ claim arriving later moves the row, with its counters, to its session; every oth
 session holding it is remembered in ``event_copies``. The outcome is the same whatever
 the order the claims arrive in.
 
-Over 600 lines: one transaction's work on one connection (the rows, their claims, the
+Long on purpose (over 600 lines): one transaction's work on one connection (the rows, their claims, the
 sessions' counters, the aggregates and the costs in step with them), whose parts share
 the commit's keys and tallies; what stands apart is in its own modules (cursors, the
 search index, the WAL, the aggregates' SQL, the costs).
