@@ -7,6 +7,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
+    .venv/bin/python bench/run.py settle [--copies 100] [--window 60] [--idle 600]
     .venv/bin/python bench/run.py cli [--runs 30]
     .venv/bin/python bench/run.py statusline [--runs 300] [--requests 1500] [--store DIR]
     .venv/bin/python bench/run.py reprice --store DIR [--chunk 500]
@@ -784,6 +785,89 @@ def bench_idle(args: argparse.Namespace) -> None:
               f"{rec['interval_s']:.0f} s = {share:.3f}% of a core; {rec['scans']} scans")
 
 
+SETTLE_TARGET_MS = 20.0  # issue 31: every page method's p99, from live on
+
+
+def _settle_cases(d: Daemon) -> list[tuple[str, str, dict[str, Any]]]:
+    """The page methods a person meets first, with arguments from the store's own data."""
+    sessions = d.call("sessions.list", {"limit": 1})["sessions"]
+    sid = sessions[0]["id"] if sessions else ""
+    return [
+        ("sessions.list", "sessions.list", {"limit": 50}),
+        ("sessions.get", "sessions.get", {"id": sid}),
+        ("sessions.timeline", "sessions.timeline", {"id": sid, "limit": 50}),
+        ("files.reads glob", "files.reads", {"path": "*.py", "limit": 50}),
+        ("files.edits glob", "files.edits", {"path": "*.py", "limit": 50}),
+        ("commands.list failed", "commands.list", {"failed": True, "limit": 50}),
+        ("search.query", "search.query", {"q": "error", "limit": 20}),
+        ("usage.summary", "usage.summary", {}),
+    ]
+
+
+def bench_settle(args: argparse.Namespace) -> None:
+    """A cold backfill of ``--copies`` copies of the corpus, then what a person meets
+    once it is over: the page methods' latencies while status says indexing and in the
+    first ``--window`` seconds of live, the daemon's RSS at each point, and its CPU over
+    ``--idle`` seconds of idle after that (reconcile passes and checkpoints included)."""
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    home = make_home(args.copies, work)
+    d = Daemon(home)
+    phases: dict[str, dict[str, list[float]]] = {"indexing": {}, "live": {}}
+    rss: dict[str, float] = {}
+    try:
+        t0 = d.start()
+        while True:  # catching up: the page methods are not timed yet
+            try:
+                st = d.call("status")
+            except DaemonNotRunning:
+                st = {"state": "starting"}
+            if st["state"] in ("indexing", "live"):
+                break
+            time.sleep(0.2)
+        caught_up = time.perf_counter() - t0
+        assert d.proc is not None
+        rss["caught up"] = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
+        cases = _settle_cases(d)
+        live_at: float | None = None
+        state = st["state"]
+        while live_at is None or time.perf_counter() - live_at < args.window:
+            for name, method, params in cases:
+                t = time.perf_counter()
+                d.call(method, params)
+                phases[state].setdefault(name, []).append((time.perf_counter() - t) * 1000)
+            if live_at is None:
+                state = d.call("status")["state"]
+                if state == "live":
+                    live_at = time.perf_counter()
+                    rss["live"] = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
+        indexing_s = live_at - t0 - caught_up
+        time.sleep(max(0.0, 30 - args.window))
+        rss["30 s after live"] = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
+        st = d.call("status")
+        c0, w0 = _task_cpu(d.proc.pid), time.perf_counter()
+        time.sleep(args.idle)
+        c1, w1 = _task_cpu(d.proc.pid), time.perf_counter()
+        peak = d.peak_rss_mb()
+    finally:
+        d.stop()
+    print(f"settle: {args.copies} copies, {st['events']:,} events, {st['files']:,} files")
+    print(f"  caught up in {caught_up:.1f} s, then indexing {indexing_s:.1f} s until live")
+    print("  RSS: " + ", ".join(f"{k} {v:.0f} MB" for k, v in rss.items())
+          + f"; daemon's peak {peak:.0f} MB")
+    for phase, by_case in phases.items():
+        label = "while indexing" if phase == "indexing" else f"first {args.window:.0f} s of live"
+        print(f"  page methods {label} (ms: n, p50, p99, max; target p99 < {SETTLE_TARGET_MS:.0f}"
+              f"{' once live' if phase == 'indexing' else ''}):")
+        for name, xs in by_case.items():
+            xs = sorted(xs)
+            p99 = xs[min(len(xs) - 1, int(len(xs) * 0.99))]
+            print(f"    {name:<22} {len(xs):5d} {statistics.median(xs):7.1f} {p99:7.1f}"
+                  f" {xs[-1]:7.1f}")
+    pct = (c1 - c0) / (w1 - w0) * 100
+    print(f"  idle over {w1 - w0:.0f} s after that: CPU {c1 - c0:.3f} s = {pct:.3f}% of a core")
+
+
 def bench_cli(args: argparse.Namespace) -> None:
     """Wall time of `agentsrc status` and `agentsrc sessions` against a live daemon on the
     corpus, each run alternating with `python -c pass` (the interpreter's floor) and the
@@ -1159,6 +1243,12 @@ def main() -> None:
     scale.add_parser(sub)
     statusline.add_parser(sub)
     reprice.add_parser(sub)
+    se = sub.add_parser("settle", help="a cold backfill, then the page methods while"
+                        " indexing and in live's first minute, RSS, idle CPU")
+    se.add_argument("--copies", type=int, default=100)
+    se.add_argument("--window", type=float, default=60.0)
+    se.add_argument("--idle", type=float, default=600.0)
+    se.add_argument("--workdir", default="/tmp/agentsrc-bench")
     sub.add_parser("all")
     args = ap.parse_args()
     if args.cmd == "size":
@@ -1179,7 +1269,7 @@ def main() -> None:
          "status": bench_status,
          "startup": bench_startup, "scale": scale.bench_scale,
          "statusline": statusline.bench_statusline, "reprice": reprice.bench_reprice,
-         "answers": bench_answers}[args.cmd](args)
+         "answers": bench_answers, "settle": bench_settle}[args.cmd](args)
 
 
 if __name__ == "__main__":
