@@ -8,6 +8,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
     .venv/bin/python bench/run.py settle [--copies 100] [--window 60] [--idle 600]
+    .venv/bin/python bench/run.py resident --store DIR [--seconds 600]
     .venv/bin/python bench/run.py cli [--runs 30]
     .venv/bin/python bench/run.py statusline [--runs 300] [--requests 1500] [--store DIR]
     .venv/bin/python bench/run.py reprice --store DIR [--chunk 500]
@@ -868,6 +869,39 @@ def bench_settle(args: argparse.Namespace) -> None:
     print(f"  idle over {w1 - w0:.0f} s after that: CPU {c1 - c0:.3f} s = {pct:.3f}% of a core")
 
 
+def bench_resident(args: argparse.Namespace) -> None:
+    """The daemon started on a copy of a built store (bench/bigstore.py: its events and
+    its files on disk): its RSS once live and 30 s after, then its CPU over ``--seconds``
+    of idle (reconcile passes and WAL checkpoints included, as a person's machine has
+    them), the reconcile's own cost beside it."""
+    store = Path(args.store)
+    data = copy_store_data(store, Path(args.workdir))
+    d = Daemon(store_home(store), env={"AGENTSRC_DATA_DIR": str(data)})
+    try:
+        d.start()
+        st = d.wait_live(poll=0.2)
+        assert d.proc is not None
+        at_live = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
+        time.sleep(30)
+        after = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
+        c0, w0 = _task_cpu(d.proc.pid), time.perf_counter()
+        time.sleep(args.seconds)
+        c1, w1 = _task_cpu(d.proc.pid), time.perf_counter()
+        end = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
+        rec = d.call("status").get("reconcile", {})
+    finally:
+        d.stop()
+        shutil.rmtree(data, ignore_errors=True)
+    print(f"resident: {st['events']:,} events, {st['files']:,} files ({st['files_gone']:,} gone)")
+    print(f"  RSS at live {at_live:.1f} MB, 30 s after {after:.1f} MB,"
+          f" after {w1 - w0:.0f} s idle {end:.1f} MB")
+    pct = (c1 - c0) / (w1 - w0) * 100
+    print(f"  idle CPU over {w1 - w0:.0f} s: {c1 - c0:.3f} s = {pct:.3f}% of a core")
+    if rec:
+        print(f"  reconcile: {rec['files']} files, {rec['cpu_ms']:.0f} ms CPU per scan, every "
+              f"{rec['interval_s']:.0f} s; {rec['scans']} scans")
+
+
 def bench_cli(args: argparse.Namespace) -> None:
     """Wall time of `agentsrc status` and `agentsrc sessions` against a live daemon on the
     corpus, each run alternating with `python -c pass` (the interpreter's floor) and the
@@ -1249,6 +1283,10 @@ def main() -> None:
     se.add_argument("--window", type=float, default=60.0)
     se.add_argument("--idle", type=float, default=600.0)
     se.add_argument("--workdir", default="/tmp/agentsrc-bench")
+    rs = sub.add_parser("resident", help="RSS once live and idle CPU on a built store")
+    rs.add_argument("--store", required=True, help="a bench/bigstore.py build (its dir)")
+    rs.add_argument("--seconds", type=float, default=600.0)
+    rs.add_argument("--workdir", default="/tmp/agentsrc-bench")
     sub.add_parser("all")
     args = ap.parse_args()
     if args.cmd == "size":
@@ -1269,7 +1307,8 @@ def main() -> None:
          "status": bench_status,
          "startup": bench_startup, "scale": scale.bench_scale,
          "statusline": statusline.bench_statusline, "reprice": reprice.bench_reprice,
-         "answers": bench_answers, "settle": bench_settle}[args.cmd](args)
+         "answers": bench_answers, "settle": bench_settle,
+         "resident": bench_resident}[args.cmd](args)
 
 
 if __name__ == "__main__":
