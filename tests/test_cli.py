@@ -107,6 +107,7 @@ FAST_PATH = [
     "agentsrc_daemon.errors",
     "agentsrc_daemon.rpc",
     "agentsrc_daemon.rpc.client",
+    "agentsrc_daemon.states",  # the states' words (typing only), for render's status
 ]
 
 
