@@ -12,7 +12,6 @@ import ast
 import sys
 from pathlib import Path
 
-
 LONG = 60  # lines of a function, past which its docstring says why
 LONG_MODULE = 600
 REASON = "long on purpose"
