@@ -651,3 +651,31 @@ def begin(rules: LineRules, obj: Any, source_path: str, state: dict[str, Any]) -
 
 def _version_of(rules: LineRules, state: dict[str, Any], obj: Any) -> str:
     return "unknown" if rules.version is None else rules.version(state, obj)
+
+
+def json_text(value: Any) -> str:
+    """A decoded JSON value as JSON text (a tool result that is no text: what the model
+    saw of it). Integers past 64 bits go through the stdlib encoder."""
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(value, default=str)
+
+
+def storable_input(args: dict[str, Any], cap: int = 64 * 1024) -> dict[str, Any]:
+    """A tool call's input as an adapter may keep it in its per-file state until the
+    result arrives (derive reads a command from the result's input): whole when its JSON
+    is under ``cap`` bytes, else summarized; {} when it cannot be stored (orjson cannot
+    write it: an integer past 64 bits)."""
+    try:
+        size = len(orjson.dumps(args))
+    except TypeError:
+        return {}
+    if size <= cap:
+        return args
+    kept = summarize_input(args)
+    try:
+        orjson.dumps(kept)
+    except TypeError:
+        return {}
+    return kept
