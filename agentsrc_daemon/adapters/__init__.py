@@ -3,7 +3,7 @@ per-file state to normalized records. They know nothing of files, SQLite or sock
 
 Contract (every adapter module exposes an ``ADAPTER`` object with):
 
-* ``name``: one of ``events.AGENTS`` | "gemini" | "copilot" | "opencode"
+* ``name``: one of ``events.AGENTS``
 * ``initial_state(source_path) -> dict``: fresh per-file state. It must stay
   JSON-serializable: ingest stores it beside the file's cursor in the same transaction
   as the events, so a restart resumes exactly (open turn, pending calls).
@@ -59,7 +59,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
-from . import claude, codex, copilot, gemini, muse, opencode
+from . import claude, codex, copilot, gemini, muse, opencode, qwen
 
 
 class Adapter(Protocol):
@@ -150,5 +150,6 @@ ADAPTERS: dict[str, Adapter] = {
         gemini.ADAPTER,
         copilot.ADAPTER,
         opencode.ADAPTER,
+        qwen.ADAPTER,
     )
 }

@@ -90,6 +90,8 @@ INJECTED_PREFIXES = (
     "[Subagent Context]",
     # Gemini CLI (before 0.2x): the environment context as the first user message.
     "This is the Gemini CLI. We are setting up the context for our chat.",
+    # Qwen Code (its fork): the same context, renamed.
+    "This is the Qwen Code. We are setting up the context for our chat.",
 )
 
 # Whole texts an agent sends on its own (Claude Code 2.0's sub-agent warm-up).

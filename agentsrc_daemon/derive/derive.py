@@ -80,10 +80,14 @@ _SHELL_TOOLS_BY_ADAPTER = {
     "gemini": {"run_shell_command": "command"},
     "copilot": {"bash": "command", "powershell": "command"},
     "opencode": {"bash": "command"},  # {command, workdir, timeout, description}
+    "qwen": {"run_shell_command": "command"},  # {command, description, is_background, directory}
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
-_WORKDIR_KEYS: dict[str, tuple[str, ...]] = {"gemini": ("dir_path", "directory")}
+_WORKDIR_KEYS: dict[str, tuple[str, ...]] = {
+    "gemini": ("dir_path", "directory"),
+    "qwen": ("directory", "dir_path"),
+}
 _DEFAULT_WORKDIR_KEYS = ("workdir", "working_directory")
 # Shell tools whose command lines are never POSIX shell.
 _FOREIGN_SHELL_TOOLS = {"copilot": frozenset({"powershell"})}
@@ -95,6 +99,9 @@ _GEMINI_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "write_file": (("file_path", "path"), EDIT, OP_WRITE),
     "replace": (("file_path", "path"), EDIT, OP_UPDATE),
 }
+# Qwen Code (a fork of Gemini CLI) renamed ``replace`` to ``edit`` (tool-names.ts); its
+# read_file took ``absolute_path`` up to 0.5 at least.
+_QWEN_FILE_TOOLS = {**_GEMINI_FILE_TOOLS, "edit": _GEMINI_FILE_TOOLS["replace"]}
 _GEMINI_GREP_TOOLS = frozenset({"grep_search", "search_file_content"})
 _GEMINI_READ_MANY = "read_many_files"
 # Copilot CLI file tools (path), and str_replace_editor's sub-commands.
@@ -113,7 +120,7 @@ _COPILOT_EDITOR_COMMANDS = {
 _GLOB_CHARS = frozenset("*?[{")
 # Adapters whose shell tool runs the user's configured shell: on a Windows cwd that may
 # be PowerShell or cmd.exe, so a command string there is recorded but not parsed.
-_USER_SHELL_ADAPTERS = frozenset({"codex", "gemini", "opencode"})
+_USER_SHELL_ADAPTERS = frozenset({"codex", "gemini", "opencode", "qwen"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +234,8 @@ def _derive_from_call(
         reads, edits = _copilot_file_tool(tool, inp, event.cwd)
     elif event.adapter == "opencode":
         reads, edits = _opencode_tool(tool, inp, event.cwd)
+    elif event.adapter == "qwen":
+        reads, edits = _gemini_file_tool(tool, inp, event.cwd, _QWEN_FILE_TOOLS)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None
@@ -258,12 +267,15 @@ def _file_tool(
 
 
 def _gemini_file_tool(
-    tool: str, inp: dict[str, Any], cwd: str | None
+    tool: str,
+    inp: dict[str, Any],
+    cwd: str | None,
+    file_tools: dict[str, tuple[tuple[str, ...], str, str]] = _GEMINI_FILE_TOOLS,
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Gemini CLI: read_file / write_file / replace name one file; grep_search (named
-    search_file_content before 0.28) shows matching lines unless ``names_only``;
-    read_many_files reads the plain paths of its ``include`` (``paths`` before) list,
-    not its glob patterns."""
+    """Gemini CLI (and Qwen Code, with its own ``file_tools``): read_file / write_file /
+    replace name one file; grep_search (named search_file_content before 0.28) shows
+    matching lines unless ``names_only``; read_many_files reads the plain paths of its
+    ``include`` (``paths`` before) list, not its glob patterns."""
     if tool in _GEMINI_GREP_TOOLS:
         if inp.get("names_only") is True:
             return [], []
@@ -279,7 +291,7 @@ def _gemini_file_tool(
                     if path is not None and (path, OP_READ) not in reads:
                         reads.append((path, OP_READ))
         return reads, []
-    return _file_tool(_GEMINI_FILE_TOOLS, tool, inp, cwd)
+    return _file_tool(file_tools, tool, inp, cwd)
 
 
 def _copilot_file_tool(

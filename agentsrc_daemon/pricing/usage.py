@@ -7,7 +7,7 @@ count differently, and the adapters keep what the agent wrote. Pricing needs one
 meaning, so ``normalize`` reads an event's data by its agent's ``Convention``:
 
 * whether ``input_tokens`` already holds the cache reads and writes (OpenAI's way:
-  Codex, Gemini, Copilot) or counts them apart (Anthropic's way: Claude Code,
+  Codex, Gemini, Copilot, Qwen Code) or counts them apart (Anthropic's way: Claude Code,
   OpenCode, Amp, Cline, Pi);
 * whether ``output_tokens`` already holds the reasoning (Codex, Claude Code, Copilot)
   or the reasoning is counted apart and billed as output besides (Gemini's thoughts,
@@ -66,6 +66,9 @@ CONVENTIONS: dict[str, Convention] = {
     "cline": ANTHROPIC_WAY,
     "crush": ANTHROPIC_WAY,
     "pi": ANTHROPIC_WAY,
+    # Qwen Code's api_response telemetry: input holds the cached tokens; the adapter
+    # puts the thoughts inside output_tokens for every auth type. Records no cost.
+    "qwen": Convention(True, True, None),
 }
 
 

@@ -1,0 +1,128 @@
+"""What a Qwen Code, Amp or Pi transcript holds, counted straight from its raw records,
+independently of the adapters (tests/raw_counts.py does the same for the first agents).
+
+The rules are written a second time from docs/formats.md, in the plainest code that gets
+them right for the corpus and the fixtures; where a rule is a decision (which usage
+record is a request, what a fork's copy is), docs/formats.md gives its reason.
+
+* prompts: what a person typed (``briefs``: what a sub-agent was told, what the runtime
+  or an extension sent in the user's role);
+* messages: assistant records with text; tool calls: the model's calls;
+* commands: the exit code of each shell command (None where none was recorded), the
+  ones a person ran in Pi (``!``) included;
+* edits: (file name, operation) per file-writing call;
+* usage: token totals, each request once; ``cost``: the dollars the agent recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from raw_counts import Counts
+
+EDIT_OPS = {
+    "qwen": {"edit": "update", "replace": "update", "write_file": "write"},
+}
+_QWEN_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+
+
+def _name(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(raw) for raw in path.read_bytes().splitlines() if raw.strip()]
+
+
+def _add_usage(counts: Counts, inp: int, out: int, read: int, write: int, reasoning: int, total: int) -> None:
+    for key, value in (("input_tokens", inp), ("output_tokens", out), ("cache_read_tokens", read),
+                       ("cache_creation_tokens", write), ("reasoning_tokens", reasoning),
+                       ("total_tokens", total)):
+        counts.usage[key] += value
+
+
+# --------------------------------------------------------------------------- Qwen Code
+
+
+def qwen_counts(path: Path) -> Counts:
+    """A JSONL chat. Usage: each ``api_response`` telemetry record; an assistant record's
+    own ``usageMetadata`` only when no telemetry came since the previous answer."""
+    counts = Counts()
+    calls: dict[str, str] = {}
+    telemetry = False
+    for rec in _lines(path):
+        kind, subtype = rec.get("type"), rec.get("subtype")
+        parts = (rec.get("message") or {}).get("parts") or []
+        if kind == "user":
+            display = (rec.get("systemPayload") or {}).get("displayText")
+            text = display if isinstance(display, str) else "".join(p.get("text", "") for p in parts)
+            if not text.strip() or text.startswith("This is the Qwen Code."):
+                continue
+            if subtype in ("cron", "notification", "goal_runtime") or rec.get("isSidechain"):
+                counts.briefs += 1
+            else:
+                counts.prompts += 1
+        elif kind == "assistant":
+            if any("text" in p and not p.get("thought") for p in parts):
+                counts.messages += 1
+            for p in parts:
+                call = p.get("functionCall")
+                if call:
+                    counts.tool_calls += 1
+                    calls[call["id"]] = call["name"]
+                    if call["name"] in EDIT_OPS["qwen"]:
+                        counts.edits.append((_name(call["args"]["file_path"]), EDIT_OPS["qwen"][call["name"]]))
+            meta = rec.get("usageMetadata")
+            if meta and not telemetry:
+                prompt, out = meta.get("promptTokenCount", 0), meta.get("candidatesTokenCount", 0)
+                thoughts, total = meta.get("thoughtsTokenCount", 0), meta.get("totalTokenCount", 0)
+                out_all = out if (not thoughts or total == prompt + out) else out + thoughts
+                _add_usage(counts, prompt, out_all, meta.get("cachedContentTokenCount", 0), 0, thoughts,
+                           total or prompt + out_all)
+            telemetry = False
+        elif kind == "tool_result":
+            for p in parts:
+                response = p["functionResponse"]
+                if calls.get(response["id"]) == "run_shell_command":
+                    output = response["response"].get("output") or response["response"].get("error") or ""
+                    found = _QWEN_EXIT.findall(output)
+                    counts.commands.append(int(found[-1]) if found else None)
+        elif kind == "system" and subtype == "ui_telemetry":
+            event = rec["systemPayload"]["uiEvent"]
+            if event["event.name"] == "qwen-code.api_response":
+                telemetry = True
+                thoughts = event["thoughts_token_count"]
+                out = event["output_token_count"]
+                if event.get("auth_type") not in ("openai", "qwen-oauth"):
+                    out += thoughts
+                _add_usage(counts, event["input_token_count"] + event["tool_token_count"], out,
+                           event["cached_content_token_count"], 0, thoughts, event["total_token_count"])
+    return counts.normalized()
+
+
+def qwen_document_counts(path: Path) -> Counts:
+    """A first-version ``session-*.json`` document (Gemini CLI's messages, ``qwen`` for
+    the assistant's type)."""
+    counts = Counts()
+    for msg in json.loads(path.read_bytes())["messages"]:
+        content = msg.get("content")
+        text = content if isinstance(content, str) else ""
+        if msg["type"] == "user":
+            counts.prompts += bool(text.strip()) and not text.startswith("This is the Qwen Code.")
+        elif msg["type"] == "qwen":
+            counts.messages += bool(text.strip())
+            for call in msg.get("toolCalls") or []:
+                counts.tool_calls += 1
+                if call["name"] in EDIT_OPS["qwen"]:
+                    counts.edits.append((_name(call["args"]["file_path"]), EDIT_OPS["qwen"][call["name"]]))
+                if call["name"] == "run_shell_command":
+                    output = call["result"][0]["functionResponse"]["response"]["output"]
+                    found = _QWEN_EXIT.findall(output)
+                    counts.commands.append(int(found[-1]) if found else None)
+            tokens = msg.get("tokens") or {}
+            _add_usage(counts, tokens["input"] + tokens["tool"], tokens["output"], tokens["cached"], 0,
+                       tokens["thoughts"], tokens["total"])
+    return counts.normalized()
