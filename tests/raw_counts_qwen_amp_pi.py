@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from raw_counts import Counts
 
 EDIT_OPS = {
     "qwen": {"edit": "update", "replace": "update", "write_file": "write"},
+    "amp": {"edit_file": "update", "undo_edit": "update", "create_file": "write"},
 }
 _QWEN_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
 
@@ -126,3 +128,54 @@ def qwen_document_counts(path: Path) -> Counts:
             _add_usage(counts, tokens["input"] + tokens["tool"], tokens["output"], tokens["cached"], 0,
                        tokens["thoughts"], tokens["total"])
     return counts.normalized()
+
+
+# --------------------------------------------------------------------------- Amp
+
+
+def amp_counts(path: Path) -> tuple[Counts, Decimal]:
+    """A thread document. Usage: each assistant message's ``usage`` (or, when it has none
+    yet, its ``inference`` ledger event), and every other ledger event. Cost: credits
+    are cents."""
+    thread = json.loads(path.read_bytes())
+    counts = Counts()
+    cost = Decimal(0)
+    names: dict[str, str] = {}
+    answers = {m["messageId"]: m for m in thread["messages"] if m["role"] == "assistant"}
+    billed: dict[int, dict[str, Any]] = {}
+    for event in thread.get("usageLedger", {}).get("events", []):
+        if event.get("operationType") == "inference" and event.get("toMessageId") in answers:
+            billed[event["toMessageId"]] = event
+        else:
+            tokens = event["tokens"]
+            _add_usage(counts, tokens["input"], tokens["output"], 0, 0, 0, tokens["input"] + tokens["output"])
+            cost += Decimal(str(event["credits"])) / 100
+    for msg in thread["messages"]:
+        blocks = msg["content"]
+        if msg["role"] == "user":
+            if any(b["type"] == "text" and b["text"].strip() for b in blocks):
+                counts.prompts += 1
+            for b in blocks:
+                if b["type"] == "tool_result" and names.get(b["toolUseID"]) == "Bash":
+                    result = b["run"].get("result")
+                    counts.commands.append(result.get("exitCode") if isinstance(result, dict) else None)
+        elif msg["role"] == "assistant" and msg.get("state", {}).get("type") != "streaming":
+            counts.messages += any(b["type"] == "text" for b in blocks)
+            for b in blocks:
+                if b["type"] == "tool_use":
+                    counts.tool_calls += 1
+                    names[b["id"]] = b["name"]
+                    if b["name"] in EDIT_OPS["amp"]:
+                        counts.edits.append((_name(b["input"]["path"]), EDIT_OPS["amp"][b["name"]]))
+            usage = msg.get("usage")
+            if usage:
+                parts = [usage["inputTokens"], usage["outputTokens"], usage["cacheReadInputTokens"],
+                         usage["cacheCreationInputTokens"]]
+                _add_usage(counts, *parts, 0, sum(parts))
+                cost += Decimal(str(usage["credits"])) / 100
+            elif msg["messageId"] in billed:
+                event = billed[msg["messageId"]]
+                tokens = event["tokens"]
+                _add_usage(counts, tokens["input"], tokens["output"], 0, 0, 0, tokens["input"] + tokens["output"])
+                cost += Decimal(str(event["credits"])) / 100
+    return counts.normalized(), cost

@@ -59,7 +59,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
-from . import claude, codex, copilot, gemini, muse, opencode, qwen
+from . import amp, claude, codex, copilot, gemini, muse, opencode, qwen
 
 
 class Adapter(Protocol):
@@ -151,5 +151,6 @@ ADAPTERS: dict[str, Adapter] = {
         copilot.ADAPTER,
         opencode.ADAPTER,
         qwen.ADAPTER,
+        amp.ADAPTER,
     )
 }

@@ -81,12 +81,14 @@ _SHELL_TOOLS_BY_ADAPTER = {
     "copilot": {"bash": "command", "powershell": "command"},
     "opencode": {"bash": "command"},  # {command, workdir, timeout, description}
     "qwen": {"run_shell_command": "command"},  # {command, description, is_background, directory}
+    "amp": {"Bash": "cmd"},  # {cmd, cwd}
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
 _WORKDIR_KEYS: dict[str, tuple[str, ...]] = {
     "gemini": ("dir_path", "directory"),
     "qwen": ("directory", "dir_path"),
+    "amp": ("cwd",),
 }
 _DEFAULT_WORKDIR_KEYS = ("workdir", "working_directory")
 # Shell tools whose command lines are never POSIX shell.
@@ -103,6 +105,14 @@ _GEMINI_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
 # read_file took ``absolute_path`` up to 0.5 at least.
 _QWEN_FILE_TOOLS = {**_GEMINI_FILE_TOOLS, "edit": _GEMINI_FILE_TOOLS["replace"]}
 _GEMINI_GREP_TOOLS = frozenset({"grep_search", "search_file_content"})
+# Amp: Read {path, read_range}, edit_file {path, old_str, new_str}, create_file {path,
+# content}, undo_edit {path}; Grep {pattern, path} shows matching lines.
+_AMP_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "Read": (("path",), READ, OP_READ),
+    "edit_file": (("path",), EDIT, OP_UPDATE),
+    "create_file": (("path",), EDIT, OP_WRITE),
+    "undo_edit": (("path",), EDIT, OP_UPDATE),
+}
 _GEMINI_READ_MANY = "read_many_files"
 # Copilot CLI file tools (path), and str_replace_editor's sub-commands.
 _COPILOT_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
@@ -236,6 +246,12 @@ def _derive_from_call(
         reads, edits = _opencode_tool(tool, inp, event.cwd)
     elif event.adapter == "qwen":
         reads, edits = _gemini_file_tool(tool, inp, event.cwd, _QWEN_FILE_TOOLS)
+    elif event.adapter == "amp":
+        if tool == "Grep":
+            path = _path_arg(inp, ("path",), event.cwd) or event.cwd
+            reads = [(path, OP_GREP)] if path else []
+        else:
+            reads, edits = _file_tool(_AMP_FILE_TOOLS, tool, inp, event.cwd)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None

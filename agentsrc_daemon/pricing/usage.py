@@ -62,6 +62,7 @@ CONVENTIONS: dict[str, Convention] = {
     # Muse records no usage today.
     "muse": ANTHROPIC_WAY,
     # Agents read by the next adapters (issues 29, 30): each records a cost itself.
+    # Amp's usage: inputTokens without the cache reads and writes; thinking in output.
     "amp": Convention(False, True, "anthropic"),
     "cline": ANTHROPIC_WAY,
     "crush": ANTHROPIC_WAY,
