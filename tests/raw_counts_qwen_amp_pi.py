@@ -27,8 +27,10 @@ from raw_counts import Counts
 EDIT_OPS = {
     "qwen": {"edit": "update", "replace": "update", "write_file": "write"},
     "amp": {"edit_file": "update", "undo_edit": "update", "create_file": "write"},
+    "pi": {"edit": "update", "write": "write"},
 }
 _QWEN_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+_PI_EXIT = re.compile(r"^Command exited with code (-?\d+)$", re.M)
 
 
 def _name(path: str) -> str:
@@ -178,4 +180,44 @@ def amp_counts(path: Path) -> tuple[Counts, Decimal]:
                 tokens = event["tokens"]
                 _add_usage(counts, tokens["input"], tokens["output"], 0, 0, 0, tokens["input"] + tokens["output"])
                 cost += Decimal(str(event["credits"])) / 100
+    return counts.normalized(), cost
+
+
+# --------------------------------------------------------------------------- Pi
+
+
+def pi_counts(path: Path) -> tuple[Counts, Decimal]:
+    """A session file, every entry of it (a fork's copies of its parent's entries
+    included: which session owns them is the store's question, not the file's)."""
+    counts = Counts()
+    cost = Decimal(0)
+    for entry in _lines(path):
+        message = entry.get("message") or {}
+        role = message.get("role")
+        if entry["type"] == "custom_message":
+            counts.briefs += 1
+        if entry["type"] != "message":
+            continue
+        content = message.get("content")
+        if role == "user":
+            texts = [content] if isinstance(content, str) else [b["text"] for b in content if b["type"] == "text"]
+            counts.prompts += any(t.strip() for t in texts)
+        elif role == "assistant":
+            counts.messages += any(b["type"] == "text" and b["text"].strip() for b in content)
+            for b in content:
+                if b["type"] == "toolCall":
+                    counts.tool_calls += 1
+                    if b["name"] in EDIT_OPS["pi"]:
+                        counts.edits.append((_name(b["arguments"]["path"]), EDIT_OPS["pi"][b["name"]]))
+            usage = message["usage"]
+            parts = [usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"]]
+            if any(parts):
+                _add_usage(counts, *parts, 0, usage["totalTokens"])
+                cost += Decimal(str(usage["cost"]["total"]))
+        elif role == "toolResult" and message["toolName"] == "bash":
+            text = "\n".join(b["text"] for b in message["content"] if b["type"] == "text")
+            found = _PI_EXIT.findall(text)
+            counts.commands.append(int(found[-1]) if found else (None if message["isError"] else 0))
+        elif role == "bashExecution":
+            counts.commands.append(message.get("exitCode"))
     return counts.normalized(), cost

@@ -59,7 +59,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
-from . import amp, claude, codex, copilot, gemini, muse, opencode, qwen
+from . import amp, claude, codex, copilot, gemini, muse, opencode, pi, qwen
 
 
 class Adapter(Protocol):
@@ -152,5 +152,6 @@ ADAPTERS: dict[str, Adapter] = {
         opencode.ADAPTER,
         qwen.ADAPTER,
         amp.ADAPTER,
+        pi.ADAPTER,
     )
 }

@@ -82,6 +82,7 @@ _SHELL_TOOLS_BY_ADAPTER = {
     "opencode": {"bash": "command"},  # {command, workdir, timeout, description}
     "qwen": {"run_shell_command": "command"},  # {command, description, is_background, directory}
     "amp": {"Bash": "cmd"},  # {cmd, cwd}
+    "pi": {"bash": "command", "user_bash": "command"},  # {command, timeout}; ``!`` commands
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
@@ -112,6 +113,13 @@ _AMP_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "edit_file": (("path",), EDIT, OP_UPDATE),
     "create_file": (("path",), EDIT, OP_WRITE),
     "undo_edit": (("path",), EDIT, OP_UPDATE),
+}
+# Pi (packages/coding-agent/src/core/tools): read {path}, write {path, content}, edit
+# {path, oldText, newText}; grep {pattern, path} shows matching lines; find and ls names.
+_PI_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "read": (("path",), READ, OP_READ),
+    "write": (("path",), EDIT, OP_WRITE),
+    "edit": (("path",), EDIT, OP_UPDATE),
 }
 _GEMINI_READ_MANY = "read_many_files"
 # Copilot CLI file tools (path), and str_replace_editor's sub-commands.
@@ -246,12 +254,13 @@ def _derive_from_call(
         reads, edits = _opencode_tool(tool, inp, event.cwd)
     elif event.adapter == "qwen":
         reads, edits = _gemini_file_tool(tool, inp, event.cwd, _QWEN_FILE_TOOLS)
-    elif event.adapter == "amp":
-        if tool == "Grep":
+    elif event.adapter in ("amp", "pi"):
+        table, grep = (_AMP_FILE_TOOLS, "Grep") if event.adapter == "amp" else (_PI_FILE_TOOLS, "grep")
+        if tool == grep:
             path = _path_arg(inp, ("path",), event.cwd) or event.cwd
             reads = [(path, OP_GREP)] if path else []
         else:
-            reads, edits = _file_tool(_AMP_FILE_TOOLS, tool, inp, event.cwd)
+            reads, edits = _file_tool(table, tool, inp, event.cwd)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None

@@ -66,6 +66,8 @@ CONVENTIONS: dict[str, Convention] = {
     "amp": Convention(False, True, "anthropic"),
     "cline": ANTHROPIC_WAY,
     "crush": ANTHROPIC_WAY,
+    # Pi's usage (pi-ai): input without the cache (OpenAI's cached tokens taken out of
+    # it), reasoning inside output; each usage event names its provider.
     "pi": ANTHROPIC_WAY,
     # Qwen Code's api_response telemetry: input holds the cached tokens; the adapter
     # puts the thoughts inside output_tokens for every auth type. Records no cost.
