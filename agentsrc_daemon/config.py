@@ -1,4 +1,4 @@
-"""Where things are: the six agent roots, the data dir, the socket, and the knobs.
+"""Where things are: the agents' roots, the data dir, the socket, and the knobs.
 
 Precedence, highest first: command-line flags, environment, the TOML config file,
 defaults derived from $HOME / $XDG_*. The config file is optional; its default place is
@@ -13,6 +13,9 @@ Example config file::
     gemini = "~/.gemini"
     copilot = "~/.copilot"
     opencode = "~/.local/share/opencode"
+    qwen = "~/.qwen"
+    amp = "~/.local/share/amp"
+    pi = "~/.pi/agent"
 
     [daemon]
     data_dir = "~/.local/share/agentsrc"
@@ -128,6 +131,22 @@ def _opencode_default(env: Mapping[str, str], home: Path) -> Path:
     return _xdg_data(env, home) / "opencode"  # OpenCode's data dir
 
 
+def _qwen_default(env: Mapping[str, str], home: Path) -> Path:
+    # Qwen Code: $QWEN_RUNTIME_DIR moves its runtime output (projects/, tmp/) out of ~/.qwen.
+    return _expand(env["QWEN_RUNTIME_DIR"], home) if env.get("QWEN_RUNTIME_DIR") else home / ".qwen"
+
+
+def _amp_default(env: Mapping[str, str], home: Path) -> Path:
+    return _xdg_data(env, home) / "amp"  # Amp's data dir (threads/ under it)
+
+
+def _pi_default(env: Mapping[str, str], home: Path) -> Path:
+    # Pi: $PI_CODING_AGENT_DIR is the agent dir itself (sessions/ under it).
+    if env.get("PI_CODING_AGENT_DIR"):
+        return _expand(env["PI_CODING_AGENT_DIR"], home)
+    return home / ".pi" / "agent"
+
+
 # Every agent's root, in the order status and doctor list them. A new agent adds its
 # entry here and its field to Config (and its --<key>-root option to cli/daemon.py).
 ROOTS: tuple[RootSpec, ...] = (
@@ -138,6 +157,11 @@ ROOTS: tuple[RootSpec, ...] = (
     RootSpec("copilot", "copilot", _copilot_default,
              ("session-state", "history-session-state", "instructions")),
     RootSpec("opencode", "opencode", _opencode_default, ("storage", "project")),
+    # Qwen Code's home also holds its credentials, settings and history/ shadow repos;
+    # Amp's data dir its secrets.json; Pi's agent dir its auth.json: never walked.
+    RootSpec("qwen", "qwen", _qwen_default, ("projects", "tmp")),
+    RootSpec("amp", "amp", _amp_default, ("threads",)),
+    RootSpec("pi", "pi", _pi_default, ("sessions",)),
 )
 
 
@@ -294,6 +318,9 @@ class Config:
     gemini_root: Path
     copilot_root: Path
     opencode_root: Path  # OpenCode's data dir
+    qwen_root: Path  # Qwen Code's home
+    amp_root: Path  # Amp's data dir
+    pi_root: Path  # Pi's agent dir
     data_dir: Path
     socket_path: Path
     # $OPENCODE_DB when it names a file (absolute, or relative to the OpenCode root);

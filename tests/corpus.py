@@ -22,8 +22,6 @@ NOT_YET_READ: dict[str, str] = {
     # Agents agentsrc has no adapter for yet (no root watches these folders).
     ".cursor/": "issue 29: Cursor",
     ".config/Code/": "issue 29: Cline",
-    ".qwen/": "issue 29: Qwen Code",
-    ".local/share/amp/": "issue 29: Amp",
     ".continue/": "issue 29: Continue",
     "code/": "issue 30: Aider and Crush",
 }
@@ -94,4 +92,8 @@ def source_files(home: Path) -> dict[str, list[str]]:
             opencode,
             lambda p: p.suffix == ".db" or ("storage/session/" in str(p) and p.suffix == ".json"),
         ),
+        # Chats (projects/*/chats/*.jsonl) and first-version documents (tmp/*/chats/).
+        "qwen": files(home / ".qwen", lambda p: "/chats/" in str(p) and is_json(p)),
+        "amp": files(home / ".local" / "share" / "amp" / "threads", is_json),
+        "pi": files(home / ".pi" / "agent" / "sessions", is_json),
     }

@@ -64,8 +64,13 @@ def test_every_grouping_adds_up_to_the_total(d: DaemonProcess) -> None:
     assert by_agent["opencode"] == {"usd": 1.7678, "kind": "reported", "estimated_usd": 1.977848}
     assert by_agent["claude-code"]["kind"] == "estimated"
     models = {r["model"]: r["cost"] for r in summary["by_model"]}
-    assert models[None] == {"usd": None, "kind": "unpriced", "unpriced_tokens": total["unpriced_tokens"],
+    # The tokens left out: the no-model Codex rollout's and the Qwen Code chat's, whose
+    # coder-model (Qwen's OAuth alias) is in no price table.
+    assert models[None] == {"usd": None, "kind": "unpriced", "unpriced_tokens": 53_077_637,
                             "reason": "no model recorded"}
+    assert models["coder-model"] == {"usd": None, "kind": "unpriced", "unpriced_tokens": 8_511_618,
+                                     "reason": "model not in the price table"}
+    assert total["unpriced_tokens"] == 53_077_637 + 8_511_618
 
 
 def test_a_report_by_week_month_and_session(d: DaemonProcess) -> None:

@@ -40,6 +40,9 @@ def _agent_of(path: str, home: Path) -> str:
         ("copilot", ".copilot"),
         ("opencode", ".local/share/opencode"),
         ("muse", "agents"),
+        ("qwen", ".qwen"),
+        ("amp", ".local/share/amp"),
+        ("pi", ".pi/agent"),
     ):
         if path.startswith(f"{home}/{root}/"):
             return agent
@@ -65,6 +68,9 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "gemini": 16,
         "copilot": 6,
         "opencode": 10,
+        "qwen": 1,
+        "amp": 1,
+        "pi": 0,
     }
     for s in srcs:
         if s["mode"] != "sqlite":
@@ -87,14 +93,16 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # summary-only file has no session of its own; plus 5078d34e (a background copy
     # whose original is not in the corpus) and a40d33bf, known through its sub-agent.
     assert by_agent["claude-code"] == 8
-    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode")} == {
+    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode", "qwen", "amp")} == {
         "gemini": 10,
         "copilot": 6,
         "opencode": 6,
+        "qwen": 1,
+        "amp": 1,
     }
     counts: Counter[str] = Counter()
     for sess in sessions:
-        if sess["agent"] not in ("gemini", "copilot", "opencode"):
+        if sess["agent"] not in ("gemini", "copilot", "opencode", "qwen", "amp"):
             continue
         for kind in ("prompt", "tool_call"):
             got = d.call("events.list", {"session_id": sess["id"], "kind": kind, "limit": 10000})
@@ -107,6 +115,10 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "copilot/tool_call": 193,
         "opencode/prompt": 18,
         "opencode/tool_call": 77,
+        "qwen/prompt": 9,
+        "qwen/tool_call": 115,
+        "amp/prompt": 3,
+        "amp/tool_call": 2,
     }
     assert st["events"] > 5_000
     assert st["pending_bytes"] == 0 and st["state"] == "live"

@@ -40,6 +40,15 @@ def run(
     opencode_root: Path | None = typer.Option(
         None, help="OpenCode data dir (default $XDG_DATA_HOME/opencode or ~/.local/share/opencode)."
     ),
+    qwen_root: Path | None = typer.Option(
+        None, help="Qwen Code home (default $QWEN_RUNTIME_DIR or ~/.qwen)."
+    ),
+    amp_root: Path | None = typer.Option(
+        None, help="Amp data dir (default $XDG_DATA_HOME/amp or ~/.local/share/amp)."
+    ),
+    pi_root: Path | None = typer.Option(
+        None, help="Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)."
+    ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
     log_format: LogFormat | None = typer.Option(
         None, "--log-format", help="json or console (default: console on a terminal, else JSON).",
@@ -62,6 +71,9 @@ def run(
         "gemini_root": gemini_root,
         "copilot_root": copilot_root,
         "opencode_root": opencode_root,
+        "qwen_root": qwen_root,
+        "amp_root": amp_root,
+        "pi_root": pi_root,
     }
     if log_format is not None:
         json_logs = log_format is LogFormat.json

@@ -17,7 +17,7 @@ from .typer_app import app, call, get_config
 
 @app.command()
 def sessions(
-    agent: str | None = typer.Option(None, help="codex, claude-code, muse, gemini, copilot or opencode."),
+    agent: str | None = typer.Option(None, help="codex, claude-code, muse, gemini, copilot, opencode, qwen, amp or pi."),
     project: str | None = typer.Option(None, "--project", help="Project root (or cwd)."),
     cwd: str | None = typer.Option(None, "--cwd", help="Started in this directory."),
     since: str | None = typer.Option(None, "--since", help="Active since: 7d, 12h or ISO."),

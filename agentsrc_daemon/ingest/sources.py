@@ -2,11 +2,12 @@
 
 A source is one of:
 * ``jsonl``: an append-only transcript, tailed line by line from a persisted offset
-  (Codex, Claude Code, Muse, Copilot ``events.jsonl``, Gemini ``.jsonl`` chats);
+  (Codex, Claude Code, Muse, Copilot ``events.jsonl``, Gemini ``.jsonl`` chats, Qwen Code
+  chats, Pi sessions);
 * ``document``: a whole-file JSON document re-read when it changes, with the adapter's
   per-file state kept across its versions (Codex legacy ``.json`` rollouts, Claude
   subagent ``.meta.json``, Muse ``sessions.json``, Gemini ``.json`` chats, Copilot
-  ``history-session-state``, OpenCode's JSON tree);
+  ``history-session-state``, OpenCode's JSON tree, Qwen Code's first chats, Amp threads);
 * ``sqlite``: an OpenCode database read through ``ingest/opencode_db.py`` from a
   persisted keyset cursor;
 * ``memory``: an agent memory file, tracked by size and content hash only.
@@ -17,8 +18,9 @@ with its transcript (Gemini's ``.project_root``, Copilot's ``workspace.yaml``: s
 to either wakes the source it belongs to (``dependents``).
 
 Nothing else under a root is ever opened: not the agents' credentials (OpenCode's
-``auth.json`` and ``mcp-auth.json``, Gemini's ``oauth_creds.json``, Copilot's
-``config.json``), logs, caches or git stores. The walk only descends into directories
+``auth.json`` and ``mcp-auth.json``, Gemini's and Qwen Code's ``oauth_creds.json``,
+Copilot's ``config.json``, Amp's ``secrets.json``, Pi's ``auth.json``), logs, caches or git
+stores. The walk only descends into directories
 that can hold sources (``_descends``).
 """
 
@@ -72,6 +74,15 @@ _OPENCODE_DOC = re.compile(
     rf"|project/[^/]+/storage/session/message/ses_{_OC_ID}/msg_{_OC_ID}\.json"
     rf"|project/[^/]+/storage/session/part/ses_{_OC_ID}/msg_{_OC_ID}/prt_{_OC_ID}\.json)$"
 )
+# Qwen Code, relative to ~/.qwen: JSONL chats per project, the Gemini-style documents of
+# its first versions, the global memory file.
+_QWEN_JSONL = re.compile(r"^projects/[^/]+/chats/[^/]+\.jsonl$")
+_QWEN_DOC = re.compile(r"^tmp/[^/]+/chats/session-[^/]+\.json$")
+_QWEN_MEMORY = re.compile(r"^QWEN\.md$")
+# Amp, relative to its data dir: one document per thread.
+_AMP_DOC = re.compile(r"^threads/T-[^/]+\.json$")
+# Pi, relative to its agent dir: sessions/--<cwd>--/<timestamp>_<uuid>.jsonl.
+_PI_JSONL = re.compile(r"^sessions/[^/]+/[^/]+\.jsonl$")
 
 # Directories never worth descending into, for the agents that have no rule of their own.
 _SKIP_DIRS = {"tool-results", "node_modules", ".git", "log", "cache", "tmp"}
@@ -86,6 +97,9 @@ _DESCEND: dict[str, re.Pattern[str]] = {
         r"|project(?:/[^/]+(?:/storage(?:/session(?:/(?:info|message(?:/[^/]+)?"
         r"|part(?:/[^/]+(?:/[^/]+)?)?))?)?)?)?)$"
     ),
+    "qwen": re.compile(r"^(?:projects|tmp)(?:/[^/]+(?:/chats)?)?$"),
+    "amp": re.compile(r"^threads$"),
+    "pi": re.compile(r"^sessions(?:/[^/]+)?$"),
 }
 
 
@@ -163,6 +177,17 @@ def _mode_for(adapter: str, rel: str) -> str | None:
             return SQLITE
         if _OPENCODE_DOC.match(rel):
             return DOCUMENT
+    elif adapter == "qwen":
+        if _QWEN_JSONL.match(rel):
+            return JSONL
+        if _QWEN_DOC.match(rel):
+            return DOCUMENT
+        if _QWEN_MEMORY.match(rel):
+            return MEMORY
+    elif adapter == "amp" and _AMP_DOC.match(rel):
+        return DOCUMENT
+    elif adapter == "pi" and _PI_JSONL.match(rel):
+        return JSONL
     return None
 
 
