@@ -32,7 +32,13 @@ ROOTS = {
     "copilot": ".copilot",
     "muse": "agents",
     "opencode": ".local/share/opencode",
+    "qwen": ".qwen",
+    "amp": ".local/share/amp",
+    "pi": ".pi/agent",
 }
+# Issue 29's fixtures, each agent's tree as it sits under its root.
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+AGENT_FIXTURES = {"qwen": FIXTURES / "qwen", "amp": FIXTURES / "amp", "pi": FIXTURES / "pi"}
 
 # The record types issue 26 names, as the adapters name them; each must be read from the
 # fixtures (or the corpus) and understood.
@@ -242,9 +248,32 @@ def test_the_corpus_is_understood(tmp_path: Path) -> None:
     assert ("claude-code", "system/away_summary") in named  # 2.1.145
     assert ("codex", "event_msg/sub_agent_activity") in named  # 0.144 sub-agents
     assert ("codex", "world_state") in named
+    assert ("qwen", "system/ui_telemetry/qwen-code.api_response") in named  # 0.5.0
+    assert ("amp", "thread") in named
     versions = fidelity.summary(rows)
     assert all(v["not_understood_share"] == 0.0 for v in versions)
     assert fidelity.warnings(versions) == []
+
+
+def test_the_fixtures_of_qwen_code_amp_and_pi_are_read_whole_and_understood(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for agent, tree in AGENT_FIXTURES.items():
+        copy_tree(tree, home / ROOTS[agent])
+    read_home(home, tmp_path / "db.sqlite")
+    rows = table(tmp_path / "db.sqlite")
+    read: Counter[str] = Counter()
+    for row in rows:
+        read[row["adapter"]] += row["read"]
+    assert read == lines_read(home) and set(read) == {"qwen", "amp", "pi"}
+    assert [r for r in rows if r["not_understood"]] == []
+    types = {(r["adapter"], r["version"], r["record_type"]): r for r in rows}
+    # The Pi v3 session's one label entry and its two thinking-level changes (one in its
+    # fork) are ignored on purpose; the v1 session's lines sit under session-v1.
+    assert types[("pi", "session-v3", "label")]["ignored"] == 1
+    assert types[("pi", "session-v3", "thinking_level_change")]["ignored"] == 2
+    assert {v for a, v, _ in types if a == "pi"} == {"session-v1", "session-v3"}
+    assert types[("amp", "0.0.1768400000-gabc1234", "thread")]["read"] == 1
+    assert types[("qwen", "unknown", "conversation")]["read"] == 1  # a first version's document
 
 
 def test_a_record_not_understood_is_counted_and_warned_of(tmp_path: Path) -> None:
