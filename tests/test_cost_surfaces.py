@@ -63,6 +63,8 @@ def test_every_grouping_adds_up_to_the_total(d: DaemonProcess) -> None:
     by_agent = {r["agent"]: r["cost"] for r in summary["by_agent"]}
     assert by_agent["opencode"] == {"usd": 1.7678, "kind": "reported", "estimated_usd": 1.977848}
     assert by_agent["claude-code"]["kind"] == "estimated"
+    # The Amp thread's credits, a cent each, are exactly Anthropic's list price.
+    assert by_agent["amp"] == {"usd": 0.045618, "kind": "reported", "estimated_usd": 0.045618}
     models = {r["model"]: r["cost"] for r in summary["by_model"]}
     # The tokens left out: the no-model Codex rollout's and the Qwen Code chat's, whose
     # coder-model (Qwen's OAuth alias) is in no price table.

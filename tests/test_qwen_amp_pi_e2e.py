@@ -1,7 +1,8 @@
 """Qwen Code, Amp and Pi end to end, through a real daemon: exactly-once across kill -9
 in the middle of a backfill (the tail-reader's JSONL for Qwen Code and Pi, the
 document mode for Amp's threads), live appends and a thread's rewrite arriving on
-subscribe, a root that appears after the start picked up, and the --agent filter.
+subscribe, a root that appears after the start picked up, the --agent filter, and Amp's
+and Pi's own costs shown as reported.
 
 The transcripts are synthetic (written here, in the shapes docs/formats.md describes);
 the corpus is covered by test_daemon.test_every_corpus_file_is_ingested."""
@@ -246,3 +247,12 @@ def test_live_appends_a_rewrite_and_a_late_root_arrive_on_subscribe(daemon_facto
     for agent in ("qwen", "amp", "pi"):
         listed = d.call("sessions.list", {"agent": agent, "limit": 10})["sessions"]
         assert [s["agent"] for s in listed] == [agent]
+    # Amp's and Pi's own costs are shown as reported, ours beside them: Amp's two
+    # requests 0.1 credits each (a cent a credit), Pi's one $0.0001; each of them 10
+    # input, 5 output and 100 cache-read tokens of Claude Sonnet 4.5 at $3, $15 and
+    # $0.30 a million = $0.000135 a request.
+    by_agent = {r["agent"]: r["cost"] for r in d.call("usage.summary", {})["by_agent"]}
+    assert by_agent["amp"] == {"usd": 0.002, "kind": "reported", "estimated_usd": 0.00027}
+    assert by_agent["pi"] == {"usd": 0.0001, "kind": "reported", "estimated_usd": 0.000135}
+    (pi_session_row,) = d.call("sessions.list", {"agent": "pi", "limit": 10})["sessions"]
+    assert pi_session_row["cost"] == by_agent["pi"]
