@@ -1,4 +1,4 @@
-"""Where things are: the six agent roots, the data dir, the socket, and the knobs.
+"""Where things are: the agents' roots, the data dir, the socket, and the knobs.
 
 Precedence, highest first: command-line flags, environment, the TOML config file,
 defaults derived from $HOME / $XDG_*. The config file is optional; its default place is
@@ -13,6 +13,7 @@ Example config file::
     gemini = "~/.gemini"
     copilot = "~/.copilot"
     opencode = "~/.local/share/opencode"
+    cursor = "~/.cursor"
 
     [daemon]
     data_dir = "~/.local/share/agentsrc"
@@ -74,6 +75,9 @@ class RootSpec:
     # OpenCode's snapshot/ git stores and bin/): the root's own entries are watched,
     # and these recursively. None: the whole root, recursively.
     subdirs: tuple[str, ...] | None = None
+    # With subdirs, whether the root's own entries are watched too (False: nothing
+    # directly in the root is a source, only the subdirectories are watched).
+    watch_entries: bool = True
 
     @property
     def field(self) -> str:
@@ -128,6 +132,10 @@ def _opencode_default(env: Mapping[str, str], home: Path) -> Path:
     return _xdg_data(env, home) / "opencode"  # OpenCode's data dir
 
 
+def _cursor_default(env: Mapping[str, str], home: Path) -> Path:
+    return home / ".cursor"  # Cursor has no variable that moves it
+
+
 # Every agent's root, in the order status and doctor list them. A new agent adds its
 # entry here and its field to Config (and its --<key>-root option to cli/daemon.py).
 ROOTS: tuple[RootSpec, ...] = (
@@ -138,6 +146,9 @@ ROOTS: tuple[RootSpec, ...] = (
     RootSpec("copilot", "copilot", _copilot_default,
              ("session-state", "history-session-state", "instructions")),
     RootSpec("opencode", "opencode", _opencode_default, ("storage", "project")),
+    # Cursor's agent transcripts (projects/<cwd>/agent-transcripts/) and the CLI's chat
+    # databases (chats/<md5 of cwd>/<agent id>/store.db).
+    RootSpec("cursor", "cursor", _cursor_default, ("projects", "chats"), watch_entries=False),
 )
 
 
@@ -296,6 +307,7 @@ class Config:
     opencode_root: Path  # OpenCode's data dir
     data_dir: Path
     socket_path: Path
+    cursor_root: Path = Path("~/.cursor")
     # $OPENCODE_DB when it names a file (absolute, or relative to the OpenCode root);
     # None: the root's own opencode*.db files.
     opencode_db: Path | None = None
@@ -357,7 +369,8 @@ class Config:
             if subdirs is None:
                 points.append(WatchPoint(agent, root))
                 continue
-            points.append(WatchPoint(agent, root, recursive=False))
+            if spec.watch_entries:
+                points.append(WatchPoint(agent, root, recursive=False))
             points += [WatchPoint(agent, root / sub) for sub in subdirs]
         if self.opencode_db is not None:
             parent = self.opencode_db.parent

@@ -20,7 +20,6 @@ import pytest
 # that today's adapters do not read in full, each with the work that reads them.
 NOT_YET_READ: dict[str, str] = {
     # Agents agentsrc has no adapter for yet (no root watches these folders).
-    ".cursor/": "issue 29: Cursor",
     ".config/Code/": "issue 29: Cline",
     ".qwen/": "issue 29: Qwen Code",
     ".local/share/amp/": "issue 29: Amp",
@@ -94,4 +93,8 @@ def source_files(home: Path) -> dict[str, list[str]]:
             opencode,
             lambda p: p.suffix == ".db" or ("storage/session/" in str(p) and p.suffix == ".json"),
         ),
+        # Transcripts (.jsonl, .txt) under projects/, the CLI's chat databases.
+        "cursor": files(home / ".cursor", lambda p: (
+            "/agent-transcripts/" in str(p) and p.suffix in (".jsonl", ".txt")
+        ) or p.name == "store.db"),
     }

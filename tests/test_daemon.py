@@ -40,6 +40,7 @@ def _agent_of(path: str, home: Path) -> str:
         ("copilot", ".copilot"),
         ("opencode", ".local/share/opencode"),
         ("muse", "agents"),
+        ("cursor", ".cursor"),
     ):
         if path.startswith(f"{home}/{root}/"):
             return agent
@@ -65,6 +66,7 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "gemini": 16,
         "copilot": 6,
         "opencode": 10,
+        "cursor": 5,
     }
     for s in srcs:
         if s["mode"] != "sqlite":
@@ -87,14 +89,16 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # summary-only file has no session of its own; plus 5078d34e (a background copy
     # whose original is not in the corpus) and a40d33bf, known through its sub-agent.
     assert by_agent["claude-code"] == 8
-    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode")} == {
+    # Cursor: four conversations (the fifth transcript is a sub-agent's).
+    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode", "cursor")} == {
         "gemini": 10,
         "copilot": 6,
         "opencode": 6,
+        "cursor": 4,
     }
     counts: Counter[str] = Counter()
     for sess in sessions:
-        if sess["agent"] not in ("gemini", "copilot", "opencode"):
+        if sess["agent"] not in ("gemini", "copilot", "opencode", "cursor"):
             continue
         for kind in ("prompt", "tool_call"):
             got = d.call("events.list", {"session_id": sess["id"], "kind": kind, "limit": 10000})
@@ -107,6 +111,9 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "copilot/tool_call": 193,
         "opencode/prompt": 18,
         "opencode/tool_call": 77,
+        # tests/test_agents_a.py counts them exactly, file by file.
+        "cursor/prompt": 34 + 1,  # and the sub-agent's brief
+        "cursor/tool_call": 243,
     }
     assert st["events"] > 5_000
     assert st["pending_bytes"] == 0 and st["state"] == "live"

@@ -113,6 +113,7 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     muse = home / "agents"
     gemini, copilot = home / ".gemini", home / ".copilot"
     opencode = home / ".local" / "share" / "opencode"
+    cursor = home / ".cursor"
     for d in (
         codex / "sessions" / "2025" / "11" / "29",
         claude / "-work-app",
@@ -120,6 +121,7 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         gemini / "tmp",
         copilot / "session-state",
         opencode,
+        cursor / "projects" / "work-app" / "agent-transcripts",
     ):
         d.mkdir(parents=True)
     data = home / ".local" / "share" / "agentsrc"
@@ -145,6 +147,7 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         gemini_root=gemini,
         copilot_root=copilot,
         opencode_root=opencode,
+        cursor_root=cursor,
         data_dir=data,
         socket_path=sock_path,
     )
@@ -164,6 +167,7 @@ def test_all_good(setup: Setup) -> None:
         "root gemini",
         "root copilot",
         "root opencode",
+        "root cursor",
         "data dir",
         "database",
         "socket",
@@ -180,8 +184,9 @@ def test_all_good(setup: Setup) -> None:
     assert [c for c in checks if not c.ok or c.warning] == []
     assert doctor.exit_code(checks) == 0
     by_name = {c.name: c for c in checks}
-    # .codex, sessions, 2025, 11, 29 + projects, -work-app + agents, s1
-    assert by_name["inotify"].detail == "14 directories to watch, max_user_watches is 65536"
+    # .codex, sessions, 2025, 11, 29 + projects, -work-app + agents, s1 + .gemini, tmp +
+    # .copilot, session-state + opencode + Cursor's projects, work-app, agent-transcripts
+    assert by_name["inotify"].detail == "17 directories to watch, max_user_watches is 65536"
     assert by_name["database"].detail == f"database {setup.cfg.db_path} is 0600"
     assert by_name["integrity"].detail == "PRAGMA quick_check: ok"
     db_size = setup.cfg.db_path.stat().st_size
@@ -318,7 +323,7 @@ def test_too_few_inotify_watches(setup: Setup) -> None:
     check = assert_fails(
         setup.checks(),
         "inotify",
-        "14 directories to watch, max_user_watches is 8: not enough watches",
+        "17 directories to watch, max_user_watches is 8: not enough watches",
         "echo fs.inotify.max_user_watches=524288 | sudo tee "
         "/etc/sysctl.d/60-agentsrc-inotify.conf && sudo sysctl --system",
     )
@@ -326,11 +331,11 @@ def test_too_few_inotify_watches(setup: Setup) -> None:
 
 
 def test_inotify_over_half_used_is_a_warning(setup: Setup) -> None:
-    setup.limit_file.write_text("16\n")
+    setup.limit_file.write_text("32\n")
     checks = setup.checks()
     inotify = {c.name: c for c in checks}["inotify"]
     assert (inotify.ok, inotify.warning) == (True, True)
-    assert inotify.detail == "14 directories to watch, max_user_watches is 16: over half used"
+    assert inotify.detail == "17 directories to watch, max_user_watches is 32: over half used"
     assert doctor.exit_code(checks) == 0
 
 

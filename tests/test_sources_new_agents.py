@@ -17,7 +17,8 @@ def test_default_roots(tmp_path: Path) -> None:
     assert cfg.gemini_root == tmp_path / ".gemini"
     assert cfg.copilot_root == tmp_path / ".copilot"
     assert cfg.opencode_root == tmp_path / ".local" / "share" / "opencode"
-    assert list(cfg.roots()) == ["codex", "claude-code", "muse", "gemini", "copilot", "opencode"]
+    assert list(cfg.roots()) == ["codex", "claude-code", "muse", "gemini", "copilot", "opencode",
+                                 "cursor"]
 
 
 def test_agents_own_variables(tmp_path: Path) -> None:

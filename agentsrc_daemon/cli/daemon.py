@@ -40,6 +40,7 @@ def run(
     opencode_root: Path | None = typer.Option(
         None, help="OpenCode data dir (default $XDG_DATA_HOME/opencode or ~/.local/share/opencode)."
     ),
+    cursor_root: Path | None = typer.Option(None, help="Cursor home (default ~/.cursor)."),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
     log_format: LogFormat | None = typer.Option(
         None, "--log-format", help="json or console (default: console on a terminal, else JSON).",
@@ -62,6 +63,7 @@ def run(
         "gemini_root": gemini_root,
         "copilot_root": copilot_root,
         "opencode_root": opencode_root,
+        "cursor_root": cursor_root,
     }
     if log_format is not None:
         json_logs = log_format is LogFormat.json

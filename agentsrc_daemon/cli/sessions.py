@@ -55,6 +55,10 @@ def show(session: str, json: bool = typer.Option(False, "--json")) -> None:
                 "started_at", "last_event_at", "title", "prompts", "messages", "tool_calls",
                 "subagents", "compactions", "errors", "source_state"):
         typer.echo(f"{key + ':':<15}{short(s.get(key), 100)}")
+    source = s.get("source")
+    if isinstance(source, dict) and source.get("times") == "file":
+        typer.echo(f"{'times:':<15}from the transcript file ({s['agent']} writes no times: each"
+                   " event has the time its file was last written when it was read)")
     typer.echo(f"{'tokens:':<15}" + ", ".join(f"{k}={v}" for k, v in s["tokens"].items()))
     typer.echo(f"{'cost:':<15}{cost_text(s.get('cost'))}")
     typer.echo(f"{'turns:':<15}{len(s['turns'])}")

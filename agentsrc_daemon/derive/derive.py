@@ -3,7 +3,9 @@
 * A TOOL_CALL yields READ and EDIT events: the files the call names (file tools), the
   headers of an apply_patch, or what the shell parser finds in a command line.
 * A TOOL_RESULT of a shell-type tool yields one COMMAND event: the command line, where
-  it ran, its exit code, duration and whether it was interrupted.
+  it ran, its exit code, duration and whether it was interrupted. A format that
+  records no results at all (Cursor's JSONL transcripts) marks its calls
+  ``no_result``: the COMMAND comes from the call, with no exit code.
 
 Derived events copy the provenance of their source (session, ts, adapter, file, offset,
 turn, call, subagent, tool) and get deterministic keys ``<source key>/read/<i>``,
@@ -80,6 +82,7 @@ _SHELL_TOOLS_BY_ADAPTER = {
     "gemini": {"run_shell_command": "command"},
     "copilot": {"bash": "command", "powershell": "command"},
     "opencode": {"bash": "command"},  # {command, workdir, timeout, description}
+    "cursor": {"Shell": "command", "run_terminal_cmd": "command"},
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
@@ -110,10 +113,18 @@ _COPILOT_EDITOR_COMMANDS = {
     "insert": _COPILOT_FILE_TOOLS["edit"],
     "undo_edit": _COPILOT_FILE_TOOLS["edit"],
 }
+# Cursor (its transcripts are the spec): Read, StrReplace and Write name a path;
+# Delete removes one; Grep shows content in its "content" mode.
+_CURSOR_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "Read": (("path", "target_file"), READ, OP_READ),
+    "StrReplace": (("path", "target_file"), EDIT, OP_UPDATE),
+    "Write": (("path", "target_file"), EDIT, OP_WRITE),
+    "Delete": (("path", "target_file"), EDIT, "delete"),
+}
 _GLOB_CHARS = frozenset("*?[{")
 # Adapters whose shell tool runs the user's configured shell: on a Windows cwd that may
 # be PowerShell or cmd.exe, so a command string there is recorded but not parsed.
-_USER_SHELL_ADAPTERS = frozenset({"codex", "gemini", "opencode"})
+_USER_SHELL_ADAPTERS = frozenset({"codex", "gemini", "opencode", "cursor"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +191,10 @@ def derive(
     """READ/EDIT events for a tool call, a COMMAND event for a shell tool's result,
     nothing for anything else. ``home`` expands ~ and $HOME in command lines."""
     if event.kind == TOOL_CALL:
-        return _derive_from_call(event, project_root_for, home)
+        out = _derive_from_call(event, project_root_for, home)
+        if event.data.get("no_result") is True:
+            out += _derive_command(event)
+        return out
     if event.kind == TOOL_RESULT:
         return _derive_command(event)
     return []
@@ -227,6 +241,8 @@ def _derive_from_call(
         reads, edits = _copilot_file_tool(tool, inp, event.cwd)
     elif event.adapter == "opencode":
         reads, edits = _opencode_tool(tool, inp, event.cwd)
+    elif event.adapter == "cursor":
+        reads, edits = _cursor_tool(tool, inp, event.cwd)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None
@@ -312,6 +328,17 @@ def _opencode_tool(
     if tool == "edit" and edits and inp.get("oldString") == "":
         edits = [(path, OP_WRITE) for path, _ in edits]
     return reads, edits
+
+
+def _cursor_tool(
+    tool: str, inp: dict[str, Any], cwd: str | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    if tool == "Grep":
+        if inp.get("output_mode") != "content":
+            return [], []
+        path = _path_arg(inp, ("path",), cwd) or cwd
+        return ([(path, OP_GREP)] if path else []), []
+    return _file_tool(_CURSOR_FILE_TOOLS, tool, inp, cwd)
 
 
 def _path_arg(inp: dict[str, Any], keys: tuple[str, ...], cwd: str | None) -> str | None:

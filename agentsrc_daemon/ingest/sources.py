@@ -2,13 +2,16 @@
 
 A source is one of:
 * ``jsonl``: an append-only transcript, tailed line by line from a persisted offset
-  (Codex, Claude Code, Muse, Copilot ``events.jsonl``, Gemini ``.jsonl`` chats);
+  (Codex, Claude Code, Muse, Copilot ``events.jsonl``, Gemini ``.jsonl`` chats, Cursor
+  ``.jsonl`` agent transcripts);
 * ``document``: a whole-file JSON document re-read when it changes, with the adapter's
   per-file state kept across its versions (Codex legacy ``.json`` rollouts, Claude
   subagent ``.meta.json``, Muse ``sessions.json``, Gemini ``.json`` chats, Copilot
-  ``history-session-state``, OpenCode's JSON tree);
+  ``history-session-state``, OpenCode's JSON tree); a text document (Cursor's ``.txt``
+  transcripts, ``text_document``) is handed to the adapter as text;
 * ``sqlite``: an OpenCode database read through ``ingest/opencode_db.py`` from a
-  persisted keyset cursor;
+  persisted keyset cursor, a Cursor CLI chat's ``store.db`` (its ``meta`` table)
+  through ``ingest/cursor_db.py``;
 * ``memory``: an agent memory file, tracked by size and content hash only.
 
 Some files are not sources but matter to one: a **sidecar** is read by the ingest layer
@@ -73,6 +76,16 @@ _OPENCODE_DOC = re.compile(
     rf"|project/[^/]+/storage/session/part/ses_{_OC_ID}/msg_{_OC_ID}/prt_{_OC_ID}\.json)$"
 )
 
+# Cursor, relative to ~/.cursor: agent transcripts per project (flat, in a folder per
+# conversation, sub-agents beside it), the CLI's chat databases.
+_CURSOR_UUID = r"[0-9A-Za-z][0-9A-Za-z_-]*"
+_CURSOR_JSONL = re.compile(
+    rf"^projects/[^/]+/agent-transcripts/(?:{_CURSOR_UUID}\.jsonl"
+    rf"|(?P<c>{_CURSOR_UUID})/(?P=c)\.jsonl|{_CURSOR_UUID}/subagents/{_CURSOR_UUID}\.jsonl)$"
+)
+_CURSOR_TEXT = re.compile(rf"^projects/[^/]+/agent-transcripts/{_CURSOR_UUID}\.txt$")
+_CURSOR_DB = re.compile(r"^chats/[0-9a-f]{32}/[^/]+/store\.db$")
+
 # Directories never worth descending into, for the agents that have no rule of their own.
 _SKIP_DIRS = {"tool-results", "node_modules", ".git", "log", "cache", "tmp"}
 # The directories (relative to the root) that can hold an agent's sources; nothing else
@@ -85,6 +98,10 @@ _DESCEND: dict[str, re.Pattern[str]] = {
         r"^(?:storage(?:/(?:session|message|part)(?:/[^/]+)?)?"
         r"|project(?:/[^/]+(?:/storage(?:/session(?:/(?:info|message(?:/[^/]+)?"
         r"|part(?:/[^/]+(?:/[^/]+)?)?))?)?)?)?)$"
+    ),
+    "cursor": re.compile(
+        r"^(?:projects(?:/[^/]+(?:/agent-transcripts(?:/[^/]+(?:/subagents)?)?)?)?"
+        r"|chats(?:/[^/]+(?:/[^/]+)?)?)$"
     ),
 }
 
@@ -163,7 +180,20 @@ def _mode_for(adapter: str, rel: str) -> str | None:
             return SQLITE
         if _OPENCODE_DOC.match(rel):
             return DOCUMENT
+    elif adapter == "cursor":
+        if _CURSOR_JSONL.match(rel):
+            return JSONL
+        if _CURSOR_TEXT.match(rel):
+            return DOCUMENT
+        if _CURSOR_DB.match(rel):
+            return SQLITE
     return None
+
+
+def text_document(spec: SourceSpec) -> bool:
+    """A document that is text, not JSON (Cursor's ``.txt`` transcripts): ingest hands
+    its decoded text to the adapter's ``parse_text``."""
+    return spec.mode == DOCUMENT and spec.adapter == "cursor" and spec.path.endswith(".txt")
 
 
 # ---- sidecars and side files -----------------------------------------------------------

@@ -66,6 +66,8 @@ CONVENTIONS: dict[str, Convention] = {
     "cline": ANTHROPIC_WAY,
     "crush": ANTHROPIC_WAY,
     "pi": ANTHROPIC_WAY,
+    # Cursor's transcripts record no usage.
+    "cursor": ANTHROPIC_WAY,
 }
 
 

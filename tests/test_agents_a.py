@@ -1,0 +1,397 @@
+"""Cursor: every corpus file and every fixture counted exactly against an independent
+count of its raw records (tests/raw_counts_agents.py); rewrites cost what changed; Drift for what is not understood, never for what is ignored on purpose;
+mutated records never crash an adapter (Hypothesis); Cursor's chat database and the
+lookup of its cwd-named folders.
+
+The fixtures (tests/fixtures/agents/home) are made up, in the shapes of the agents'
+sources (docs/formats.md names each)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentsrc_daemon.adapters import ADAPTERS
+from agentsrc_daemon.events import (
+    MESSAGE,
+    PROMPT,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Drift,
+    Event,
+    SessionFacts,
+)
+from agentsrc_daemon.ingest import sources
+from agentsrc_daemon.ingest.cursor_db import CursorChatDB
+from agentsrc_daemon.ingest.folders import encode, resolve_encoded
+
+from agents_a_runner import counts_of, events_of, parse_file, same, with_derived
+from corpus import corpus_home
+from raw_counts_agents import (
+    cursor_counts,
+)
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents" / "home"
+
+
+# --------------------------------------------------------------------------- the units
+
+
+def units(home: Path) -> dict[str, tuple[str, list[Path], Any]]:
+    """Each session's files (what one count covers), its agent and its raw counter:
+    a Cursor transcript."""
+    out: dict[str, tuple[str, list[Path], Any]] = {}
+    for path in sorted(home.glob(".cursor/projects/*/agent-transcripts/**/*.*")):
+        out[f"cursor:{path.name}"] = ("cursor", [path], lambda p=path: cursor_counts(p))
+    return out
+
+
+def run(agent: str, files: list[Path]) -> list[Any]:
+    records: list[Any] = []
+    for path in files:
+        records += parse_file(agent, path)[0]
+    return with_derived(records)
+
+
+# (prompts, briefs, messages, tool calls, commands' exit codes, edits by operation,
+#  input, output, cache read, cache write tokens, reported dollars, usage records with a
+#  cost), worked out from the files by hand and held equal to the independent count.
+# fmt: off
+CORPUS = {
+    "cursor:116e3986-3c9d-4b74-a980-0be5d477812d.jsonl": (1, 0, 1, 0, {}, {}, (0, 0, 0, 0), 0.0, 0),
+    "cursor:d3317164-4108-415c-af8e-98529c77ab11.jsonl": (2, 0, 11, 23, {None: 1}, {"update": 7, "write": 1}, (0, 0, 0, 0), 0.0, 0),
+    "cursor:11e80ae8-1c35-4e59-89f6-de4cd3e47ffa.jsonl": (1, 0, 34, 89, {None: 27}, {"update": 13, "write": 3}, (0, 0, 0, 0), 0.0, 0),
+    "cursor:4b7645b1-0a23-4409-9d05-3284d79a5ad7.jsonl": (0, 1, 3, 54, {None: 4}, {}, (0, 0, 0, 0), 0.0, 0),
+    "cursor:937ab067-7f13-4dd2-a5d0-f04f64ef6218.txt": (30, 0, 56, 77, {None: 9}, {"update": 24}, (0, 0, 0, 0), 0.0, 0),
+}
+FIXTURE = {
+    "cursor:5e0a2900-0000-4000-8000-00000000d001.txt": (2, 0, 3, 5, {None: 1}, {"update": 1, "write": 1}, (0, 0, 0, 0), 0.0, 0),
+    "cursor:5e0a2900-0000-4000-8000-00000000d002.jsonl": (2, 0, 2, 3, {None: 1}, {"delete": 1}, (0, 0, 0, 0), 0.0, 0),
+    "cursor:5e0a2900-0000-4000-8000-00000000d003.jsonl": (0, 1, 1, 2, {}, {}, (0, 0, 0, 0), 0.0, 0),
+}
+# fmt: on
+
+
+def summary(c: Any) -> tuple[Any, ...]:
+    commands: dict[int | None, int] = {}
+    for code in c.commands:
+        commands[code] = commands.get(code, 0) + 1
+    edits: dict[str, int] = {}
+    for _, op in c.edits:
+        edits[op] = edits.get(op, 0) + 1
+    usage = tuple(c.usage[k] for k in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                       "cache_creation_tokens"))
+    return (c.prompts, c.briefs, c.messages, c.tool_calls, commands, edits, usage,
+            round(c.cost, 6), c.costs)
+
+
+def _check(home: Path, expected: dict[str, tuple[Any, ...]], key: str) -> None:
+    agent, files, raw = units(home)[key]
+    ours = counts_of([e for e in run(agent, files) if isinstance(e, Event)])
+    theirs = raw()
+    got, want = same(ours, theirs)
+    assert got == want  # the adapters' events, as the raw records count them
+    assert summary(theirs) == expected[key]
+
+
+def test_every_corpus_and_fixture_session_is_counted() -> None:
+    assert sorted(units(corpus_home())) == sorted(CORPUS)
+    assert sorted(units(FIXTURES)) == sorted(FIXTURE)
+
+
+@pytest.mark.parametrize("key", sorted(CORPUS))
+def test_corpus_counts(key: str) -> None:
+    _check(corpus_home(), CORPUS, key)
+
+
+@pytest.mark.parametrize("key", sorted(FIXTURE))
+def test_fixture_counts(key: str) -> None:
+    _check(FIXTURES, FIXTURE, key)
+
+
+def test_sources_of_the_fixtures_and_the_corpus() -> None:
+    """Every file above is a source of its agent's root, in its mode; nothing else under
+    those roots is."""
+    for home in (corpus_home(), FIXTURES):
+        from agentsrc_daemon.config import load_config
+
+        cfg = load_config(env={"HOME": str(home)})
+        found: dict[str, str] = {}
+        for root in cfg.roots().values():
+            if root.is_dir():
+                for spec, _ in sources.walk_sources(root, cfg.roots()):
+                    found[spec.path] = f"{spec.adapter}/{spec.mode}"
+        listed = {str(p) for _, files, _ in units(home).values() for p in files}
+        mine = {p: m for p, m in found.items() if m.split("/")[0] in
+                ("cursor",)}
+        assert set(mine) == listed
+        for path, mode in mine.items():
+            want = "jsonl" if path.endswith(".jsonl") else "document"
+            assert mode.endswith(want), path
+
+
+# --------------------------------------------------------------------------- drift
+
+
+def test_drift_only_for_what_is_not_understood() -> None:
+    drifts: dict[str, list[str]] = {}
+    for home in (corpus_home(), FIXTURES):
+        for key, (agent, files, _) in units(home).items():
+            found = [r.record_type for r in run(agent, files) if isinstance(r, Drift)]
+            if found:
+                drifts[key] = found
+    assert drifts == {
+        # The fixtures' own strange records: a role Cursor's JSONL has not, a block type
+        # it has not.
+        "cursor:5e0a2900-0000-4000-8000-00000000d002.jsonl": ["role/system", "user/image"],
+    }
+
+
+# --------------------------------------------------------------------------- rewrites
+
+
+def test_a_cursor_text_transcript_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "projects" / "x" / "agent-transcripts" / "c1.txt"
+    first = "user:\n<user_query>\nhi\n</user_query>\n\nassistant:\nWorking"
+    records, state = parse_file("cursor", path, None, first.encode())
+    assert [e.kind for e in events_of(records)] == ["turn_start", "prompt", "message"]
+    grown = first + " on it.\n[Tool call] Shell\n  command: make\n\n[Tool result] Shell\n"
+    records, state = parse_file("cursor", path, state, grown.encode())
+    got = [(e.kind, e.revision) for e in events_of(records)]
+    assert got == [("tool_call", 1), ("tool_result", 1), ("message", 1)]
+    assert events_of(parse_file("cursor", path, state, grown.encode())[0]) == []
+
+
+# --------------------------------------------------------------------------- facts, times
+
+
+def test_times_are_the_files_and_the_session_says_so() -> None:
+    path = next(corpus_home().glob(".cursor/projects/*/agent-transcripts/*.txt"))
+    records = run("cursor", [path])
+    assert {e.ts for e in events_of(records)} == {"2026-02-02T03:00:00.000Z"}
+    facts = [r for r in records if isinstance(r, SessionFacts) and r.source]
+    assert facts[0].source == {"times": "file", "project_folder": "home-ubuntu-backend"}
+    assert facts[0].cwd is None  # no /home/ubuntu/backend on this machine: not guessed
+
+
+def test_what_the_model_saw_reaches_the_secret_scan() -> None:
+    """Contents (never stored) ride on the events the scan stage reads: a file read's
+    result, a command's output, a written file, an @-mentioned file."""
+    labels: dict[str, set[str]] = {}
+    for home in (FIXTURES,):
+        for key, (agent, files, _) in units(home).items():
+            for e in events_of(run(agent, files)):
+                for label, _text in e.contents:
+                    labels.setdefault(key.split(":")[0], set()).add(f"{e.kind}/{label.split(':')[0]}")
+    assert labels == {
+        "cursor": {"tool_call/write", "tool_call/new_string"},
+    }
+
+
+# --------------------------------------------------------------------------- store.db
+
+
+def make_chat_db(path: Path, meta: dict[str, Any]) -> None:
+    """A chat database as cursor-agent leaves it: ``meta`` (hex JSON) and ``blobs``
+    (content-addressed, not read)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("CREATE TABLE blobs (id TEXT PRIMARY KEY, data BLOB)")
+    conn.execute("INSERT INTO meta VALUES ('0', ?)", (orjson.dumps(meta).hex(),))
+    conn.execute("INSERT INTO blobs VALUES ('ab12', x'0a0568656c6c6f')")
+    conn.close()
+
+
+def test_cursor_chat_database_meta(tmp_path: Path) -> None:
+    agent_id = "8f1e0c2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b"
+    db = tmp_path / "chats" / "d41d8cd98f00b204e9800998ecf8427e" / agent_id / "store.db"
+    meta = {"agentId": agent_id, "latestRootBlobId": "ab12", "name": "Fix the flaky login test",
+            "mode": "agent", "createdAt": 1770000000000, "lastUsedModel": "gpt-5.2"}
+    make_chat_db(db, meta)
+    adapter: Any = ADAPTERS["cursor"]
+    reader = CursorChatDB(str(db))
+    polled = reader.poll(None)
+    assert [p.table for p in polled.pages] == ["meta"]
+    state = adapter.initial_state(str(db))
+    facts = adapter.parse_rows("meta", polled.pages[0].rows, str(db), state)
+    assert [(f.session_id, f.title, f.model, f.started_at, f.source) for f in facts] == [
+        (f"cursor:{agent_id}", "Fix the flaky login test", "gpt-5.2", "2026-02-02T02:40:00.000Z",
+         None)
+    ]
+    again = reader.poll(polled.cursor)
+    assert again.pages == [] and not reader.changed()  # nothing new, nothing read
+    conn = apsw.Connection(str(db))
+    conn.execute("UPDATE meta SET value = ?", (orjson.dumps({**meta, "name": "Renamed"}).hex(),))
+    conn.close()
+    assert reader.changed()
+    renamed = reader.poll(again.cursor)
+    assert [f.title for f in adapter.parse_rows("meta", renamed.pages[0].rows, str(db), state)] == [
+        "Renamed"
+    ]
+    reader.close()
+    assert adapter.parse_rows("meta", [{"key": "0", "value": "zz"}], str(db), state)[0] == Drift(
+        "cursor", "unknown", "meta/<not hex JSON>"
+    )
+
+
+def test_chat_database_path_is_a_sqlite_source() -> None:
+    roots = {"cursor": Path("/h/.cursor")}
+    spec = sources.classify("/h/.cursor/chats/" + "a" * 32 + "/agent-1/store.db", roots)
+    assert spec is not None and (spec.adapter, spec.mode) == ("cursor", "sqlite")
+    assert sources.classify("/h/.cursor/chats/" + "a" * 32 + "/agent-1/store.db-wal", roots) is None
+
+
+# --------------------------------------------------------------------------- folders
+
+
+def test_folder_names_resolved_against_the_filesystem(tmp_path: Path) -> None:
+    (tmp_path / "Users" / "ana-b" / ".dotfiles").mkdir(parents=True)
+    (tmp_path / "Users" / "ana" / "b-c").mkdir(parents=True)
+    (tmp_path / "Users" / "ana-b" / "c").mkdir(parents=True)
+    root = str(tmp_path)
+    assert encode("/Users/ana-b/.dotfiles") == "Users-ana-b-dotfiles"
+    assert resolve_encoded("Users-ana-b-dotfiles", root) == f"{root}/Users/ana-b/.dotfiles"
+    # Two directories encode alike: which one it was cannot be told.
+    assert resolve_encoded("Users-ana-b-c", root) is None
+    assert resolve_encoded("Users-nobody-x", root) is None
+    assert resolve_encoded("", root) is None
+
+
+# --------------------------------------------------------------------------- robustness
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2, 2**40), st.floats(allow_nan=True),
+                     st.text(max_size=12))
+_json = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12)
+@st.composite
+def _cursor_line(draw: st.DrawFn) -> dict[str, Any]:
+    role = draw(st.sampled_from(["user", "assistant", "system", 3]))
+    blocks = draw(st.lists(st.one_of(
+        st.fixed_dictionaries({"type": st.just("text"), "text": st.one_of(st.text(max_size=40), _scalars)}),
+        st.fixed_dictionaries({"type": st.just("tool_use"), "name": st.one_of(st.sampled_from(
+            ["Shell", "Read", "StrReplace", "Write", "Delete", "Grep"]), _scalars),
+            "input": _json}),
+        _json), max_size=4))
+    return {"role": role, "message": draw(st.one_of(st.just({"content": blocks}), _json))}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_cursor_line(), max_size=8))
+def test_mutated_cursor_lines_never_crash(lines: list[dict[str, Any]]) -> None:
+    path = "/h/.cursor/projects/p/agent-transcripts/c/subagents/s.jsonl"
+    adapter: Any = ADAPTERS["cursor"]
+    state = adapter.initial_state(path)
+    for i, line in enumerate(lines):
+        records = with_derived(adapter.parse(line, i * 100, path, state))
+        known_role = line["role"] in ("user", "assistant")
+        if not known_role:
+            assert [r for r in records if isinstance(r, Drift)] != []
+        orjson.dumps(state)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("user:assitn\n[Tool cal]rest<think>/ Shel:x")), max_size=300))
+def test_any_cursor_text_parses(text: str) -> None:
+    path = "/h/.cursor/projects/p/agent-transcripts/t.txt"
+    adapter: Any = ADAPTERS["cursor"]
+    state = adapter.initial_state(path)
+    first = adapter.parse_text(text, path, state)
+    orjson.dumps(state)
+    assert events_of(adapter.parse_text(text, path, state)) == []
+    assert all(e.kind in (MESSAGE, PROMPT, TOOL_CALL, TOOL_RESULT, "reasoning", "turn_start",
+                          "turn_end") for e in events_of(first))
+
+
+# --------------------------------------------------------------------------- titles
+
+
+def test_titles_follow_the_injected_context_rule() -> None:
+    """Each corpus session's title from its prompts is the first text a person typed
+    (tests/raw_texts.py's raw user-role texts through the rule), never injected context."""
+    from agentsrc_daemon.adapters.injected import first_person_text, is_injected, title_from
+
+    from raw_texts import sessions
+
+    texts = {(s.agent, s.name): s.texts for s in sessions(corpus_home())}
+    checked = 0
+    for key, (agent, files, _) in units(corpus_home()).items():
+        facts = [r for r in run(agent, files) if isinstance(r, SessionFacts) and r.title]
+        name = files[0].name
+        typed = first_person_text(texts[(agent, name)])
+        from_prompts = [f.title for f in facts if f.weak]
+        if key.endswith("4b7645b1-0a23-4409-9d05-3284d79a5ad7.jsonl"):
+            assert from_prompts == []  # a sub-agent's brief never titles the session
+            continue
+        assert typed is not None
+        assert from_prompts == [title_from(typed, 120)], key
+        assert not any(is_injected(t) for t in from_prompts)
+        checked += 1
+    assert checked == 4
+
+
+# --------------------------------------------------------------------------- fidelity
+
+
+def _tally(home: Path) -> dict[tuple[str, str, str], list[int]]:
+    """Every source of these agents under ``home`` read to its end by one Ingestor (the
+    daemon's ingest path), and the batch's fidelity tally."""
+    from agentsrc_daemon.config import load_config
+    from agentsrc_daemon.ingest.round import Ingestor
+    from agentsrc_daemon.store import Batch
+
+    agents = ("cursor",)
+    roots = {name: root for name, root in load_config(env={"HOME": str(home)}).roots().items()
+             if root.is_dir() and name.split("@")[0] in agents}
+    ingestor = Ingestor(max_line_bytes=1 << 24)
+    batch = Batch()
+    for root in roots.values():
+        for spec, _ in sources.walk_sources(root, roots):
+            while ingestor.ingest(spec, batch, 1 << 30).more:
+                pass
+    return {key: list(counts) for key, counts in batch.fidelity.items()}
+
+
+def _records_on_disk(home: Path) -> dict[str, int]:
+    """Per agent, the records in the files, counted from them: JSONL lines that hold a
+    JSON object, one per document (JSON or text)."""
+    out: dict[str, int] = {}
+    for _key, (agent, files, _) in units(home).items():
+        for path in files:
+            n = sum(1 for raw in path.read_bytes().splitlines() if raw.lstrip().startswith(b"{")) \
+                if path.suffix == ".jsonl" else 1
+            out[agent] = out.get(agent, 0) + n
+    return out
+
+
+def test_the_fidelity_tally_names_every_record() -> None:
+    """Each record read once, by what became of it (events, ignored, folded, not
+    understood): the corpus is understood whole; in the fixtures, exactly the records
+    made strange on purpose are not (test_drift_only_for_what_is_not_understood)."""
+    corpus = _tally(corpus_home())
+    assert corpus == {
+        ("cursor", "unknown", "role/assistant"): [102, 0, 0, 0],
+        ("cursor", "unknown", "role/user"): [5, 0, 0, 0],  # 4 prompts' lines and a brief
+        ("cursor", "unknown", "text"): [1, 0, 0, 0],
+    }
+    fixtures = _tally(FIXTURES)
+    assert fixtures == {
+        ("cursor", "unknown", "role/assistant"): [5, 0, 0, 0],
+        ("cursor", "unknown", "role/system"): [0, 0, 0, 1],
+        ("cursor", "unknown", "role/user"): [2, 0, 0, 1],  # the image block
+        ("cursor", "unknown", "text"): [1, 0, 0, 0],
+    }
+    for home, tally in ((corpus_home(), corpus), (FIXTURES, fixtures)):
+        read: dict[str, int] = {}
+        for (agent, _, _), counts in tally.items():
+            read[agent] = read.get(agent, 0) + sum(counts)
+        assert read == _records_on_disk(home)
+
