@@ -28,6 +28,9 @@ AGENTS = (
     "copilot",
     "opencode",
     "cursor",
+    "cline",
+    "roo-code",
+    "kilo-code",
 )
 
 # Event kinds. Strings, not an enum, because they travel as-is through SQLite and JSON.

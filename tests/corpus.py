@@ -20,7 +20,6 @@ import pytest
 # that today's adapters do not read in full, each with the work that reads them.
 NOT_YET_READ: dict[str, str] = {
     # Agents agentsrc has no adapter for yet (no root watches these folders).
-    ".config/Code/": "issue 29: Cline",
     ".qwen/": "issue 29: Qwen Code",
     ".local/share/amp/": "issue 29: Amp",
     ".continue/": "issue 29: Continue",
@@ -97,4 +96,13 @@ def source_files(home: Path) -> dict[str, list[str]]:
         "cursor": files(home / ".cursor", lambda p: (
             "/agent-transcripts/" in str(p) and p.suffix in (".jsonl", ".txt")
         ) or p.name == "store.db"),
+        # The task folders' three documents in the editors' storage; Cline's sessions.
+        **{
+            agent: files(home / ".config", lambda p, ext=ext: f"/globalStorage/{ext}/tasks/" in str(p)
+                         and p.suffix == ".json")
+            + (files(home / ".cline" / "data", is_json) if agent == "cline" else [])
+            for agent, ext in (("cline", "saoudrizwan.claude-dev"),
+                               ("roo-code", "rooveterinaryinc.roo-cline"),
+                               ("kilo-code", "kilocode.kilo-code"))
+        },
     }

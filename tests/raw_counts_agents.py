@@ -1,4 +1,4 @@
-"""What a Cursor transcript holds,
+"""What a Cursor or Cline (Roo Code, Kilo Code, the Cline SDK) transcript holds,
 counted straight from its raw records, independently of the adapters: the oracle
 tests/test_agents_a.py checks the adapters' events against exactly. The rules are those
 docs/formats.md states for each agent, written again in the plainest code (see
@@ -97,3 +97,120 @@ def _cursor_call(counts: AgentCounts, name: str, args: dict[str, Any]) -> None:
         counts.commands.append(None)
     if name in CURSOR_EDITS:
         counts.edits.append((_name(args.get("path")), CURSOR_EDITS[name]))
+
+
+# --------------------------------------------------------------------------- Cline family
+
+CLINE_EDITS = {"editedExistingFile": "update", "appliedDiff": "update", "newFileCreated": "write",
+               "fileDeleted": "delete"}
+CLINE_CALL_ROWS = {"tool", "command", "use_mcp_server", "browser_action_launch", "new_task",
+                   "use_subagents"}
+USAGE_NAMES = {"tokensIn": "input_tokens", "tokensOut": "output_tokens",
+               "cacheReads": "cache_read_tokens", "cacheWrites": "cache_creation_tokens"}
+_CLINE_EXIT = re.compile(r"\(exit code (-?\d+)\)|failed with exit code (-?\d+)")
+_ROO_EXIT = re.compile(r"Exit code: (-?\d+)")
+
+
+def cline_counts(task: Path, agent: str = "cline") -> AgentCounts:
+    """A task folder of Cline, Roo Code or Kilo Code: its ``ui_messages.json`` rows, and
+    for Roo Code and Kilo Code the commands' exit codes in the API history."""
+    rows = json.loads((task / "ui_messages.json").read_bytes())
+    counts = AgentCounts()
+    pending_command = False
+    for i, row in enumerate(rows):
+        name = row.get("say") or row.get("ask")
+        text = row.get("text") or ""
+        if name in ("task", "user_feedback") or (i == 0 and name == "text"):
+            counts.prompts += bool(text.strip())
+        elif name == "text" or (row["type"] == "say" and name == "completion_result"):
+            counts.messages += bool(text.strip())
+        elif name in ("followup", "plan_mode_respond", "act_mode_respond"):
+            counts.messages += 1
+        elif name in CLINE_CALL_ROWS:
+            counts.tool_calls += 1
+            if name == "tool":
+                spec = json.loads(text)
+                if spec["tool"] in CLINE_EDITS:
+                    counts.edits.append((_name(spec.get("path")), CLINE_EDITS[spec["tool"]]))
+            pending_command = name == "command"
+        elif name in ("api_req_started", "deleted_api_reqs", "subagent_usage"):
+            spec = json.loads(text)
+            if name == "api_req_started" and pending_command and agent == "cline":
+                match = _CLINE_EXIT.search(spec.get("request", ""))
+                counts.commands.append(int(next(g for g in match.groups() if g)) if match else None)
+            if name == "api_req_started":
+                pending_command = False
+            _cline_usage(counts, spec, agent)
+    if agent != "cline" and (task / "api_conversation_history.json").exists():
+        history = json.loads((task / "api_conversation_history.json").read_bytes())
+        commands = {b["id"] for m in history if m["role"] == "assistant" and isinstance(m["content"], list)
+                    for b in m["content"] if b.get("type") == "tool_use" and b["name"] == "execute_command"}
+        for message in history:
+            if message["role"] != "user" or not isinstance(message["content"], list):
+                continue
+            for b in message["content"]:
+                body = b.get("content") if b.get("type") == "tool_result" else b.get("text", "")
+                body = body if isinstance(body, str) else "".join(x.get("text", "") for x in body)
+                if (b.get("type") == "tool_result" and b["tool_use_id"] in commands) or (
+                    b.get("type") == "text" and body.startswith("[execute_command for ")
+                ):
+                    match = _ROO_EXIT.search(body)
+                    counts.commands.append(int(match.group(1)) if match else None)
+    return counts
+
+
+def _cline_usage(counts: AgentCounts, spec: dict[str, Any], agent: str) -> None:
+    values = {ours: int(spec.get(theirs) or 0) for theirs, ours in USAGE_NAMES.items()}
+    cost = spec.get("cost")
+    if not any(values.values()) and not cost:
+        return  # a request that failed: nothing billed, nothing counted
+    cache = values["cache_read_tokens"] + values["cache_creation_tokens"]
+    if agent != "cline" and values["input_tokens"] >= cache:
+        values["input_tokens"] -= cache  # Roo Code 3.30+: the whole input, cache included
+    for key, n in values.items():
+        counts.usage[key] += n
+    counts.usage["total_tokens"] += sum(values.values())
+    if isinstance(cost, int | float):
+        counts.cost += cost
+        counts.costs += 1
+
+
+def cline_session_counts(session: Path) -> AgentCounts:
+    """A Cline SDK session folder: the lead's and the sub-agents' messages."""
+    counts = AgentCounts()
+    for path in sorted(session.glob("*.messages.json")):
+        doc = json.loads(path.read_bytes())
+        lead = path.name == f"{session.name}.messages.json"
+        names: dict[str, str] = {}
+        for message in doc["messages"]:
+            for b in message["content"]:
+                kind = b.get("type")
+                if message["role"] == "user" and kind == "text" and b["text"].strip():
+                    if lead:
+                        counts.prompts += 1
+                    else:
+                        counts.briefs += 1
+                    break
+            texts = [b for b in message["content"] if b.get("type") == "text" and b["text"].strip()]
+            if message["role"] == "assistant":
+                counts.messages += bool(texts)
+                for b in message["content"]:
+                    if b.get("type") == "tool_use":
+                        counts.tool_calls += 1
+                        names[b["id"]] = b["name"]
+                        if b["name"] == "editor":
+                            op = "update" if b["input"].get("old_text") else "write"
+                            counts.edits.append((_name(b["input"]["path"]), op))
+                metrics = message.get("metrics") or {}
+                for theirs, ours in (("inputTokens", "input_tokens"), ("outputTokens", "output_tokens"),
+                                     ("cacheReadTokens", "cache_read_tokens"),
+                                     ("cacheWriteTokens", "cache_creation_tokens")):
+                    counts.usage[ours] += metrics.get(theirs, 0)
+                    counts.usage["total_tokens"] += metrics.get(theirs, 0)
+                if "cost" in metrics:
+                    counts.cost += metrics["cost"]
+                    counts.costs += 1
+            for b in message["content"]:
+                if b.get("type") == "tool_result" and names.get(b["tool_use_id"]) == "run_commands":
+                    counts.commands += [None] * len(json.loads(b["content"]))
+    return counts

@@ -1,5 +1,7 @@
-"""Cursor: every corpus file and every fixture counted exactly against an independent
-count of its raw records (tests/raw_counts_agents.py); rewrites cost what changed; Drift for what is not understood, never for what is ignored on purpose;
+"""Cursor and Cline (with Roo Code, Kilo Code and the Cline SDK's sessions):
+every corpus file and every fixture counted exactly against an independent count of its
+raw records (tests/raw_counts_agents.py); rewrites cost what changed; a retried request
+counts once; Drift for what is not understood, never for what is ignored on purpose;
 mutated records never crash an adapter (Hypothesis); Cursor's chat database and the
 lookup of its cwd-named folders.
 
@@ -8,21 +10,24 @@ sources (docs/formats.md names each)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import apsw
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.adapters import ADAPTERS
+from agentsrc_daemon.adapters import cline as cline_adapter
 from agentsrc_daemon.events import (
     MESSAGE,
     PROMPT,
     TOOL_CALL,
     TOOL_RESULT,
+    USAGE,
     Drift,
     Event,
     SessionFacts,
@@ -34,10 +39,17 @@ from agentsrc_daemon.ingest.folders import encode, resolve_encoded
 from agents_a_runner import counts_of, events_of, parse_file, same, with_derived
 from corpus import corpus_home
 from raw_counts_agents import (
+    cline_counts,
+    cline_session_counts,
     cursor_counts,
 )
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents" / "home"
+EXTENSIONS = {
+    "saoudrizwan.claude-dev": "cline",
+    "rooveterinaryinc.roo-cline": "roo-code",
+    "kilocode.kilo-code": "kilo-code",
+}
 
 
 # --------------------------------------------------------------------------- the units
@@ -45,10 +57,17 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents" / "home"
 
 def units(home: Path) -> dict[str, tuple[str, list[Path], Any]]:
     """Each session's files (what one count covers), its agent and its raw counter:
-    a Cursor transcript."""
+    a Cursor transcript, a task folder, a Cline SDK session."""
     out: dict[str, tuple[str, list[Path], Any]] = {}
     for path in sorted(home.glob(".cursor/projects/*/agent-transcripts/**/*.*")):
         out[f"cursor:{path.name}"] = ("cursor", [path], lambda p=path: cursor_counts(p))
+    for task in sorted(home.glob(".config/*/User/globalStorage/*/tasks/*")):
+        agent = EXTENSIONS[task.parent.parent.name]
+        out[f"{agent}:{task.name}"] = (agent, sorted(task.glob("*.json")),
+                                       lambda t=task, a=agent: cline_counts(t, a))
+    for session in sorted(home.glob(".cline/data/sessions/*")):
+        out[f"cline:{session.name}"] = ("cline", sorted(session.glob("*.json")),
+                                        lambda s=session: cline_session_counts(s))
     return out
 
 
@@ -69,11 +88,19 @@ CORPUS = {
     "cursor:11e80ae8-1c35-4e59-89f6-de4cd3e47ffa.jsonl": (1, 0, 34, 89, {None: 27}, {"update": 13, "write": 3}, (0, 0, 0, 0), 0.0, 0),
     "cursor:4b7645b1-0a23-4409-9d05-3284d79a5ad7.jsonl": (0, 1, 3, 54, {None: 4}, {}, (0, 0, 0, 0), 0.0, 0),
     "cursor:937ab067-7f13-4dd2-a5d0-f04f64ef6218.txt": (30, 0, 56, 77, {None: 9}, {"update": 24}, (0, 0, 0, 0), 0.0, 0),
+    # 31 requests, 7 failed before anything was billed; the 33 retry notices count nothing.
+    "cline:1767644899093": (15, 0, 9, 15, {}, {}, (144404, 4086, 632838, 0), 0.477713, 24),
 }
 FIXTURE = {
     "cursor:5e0a2900-0000-4000-8000-00000000d001.txt": (2, 0, 3, 5, {None: 1}, {"update": 1, "write": 1}, (0, 0, 0, 0), 0.0, 0),
     "cursor:5e0a2900-0000-4000-8000-00000000d002.jsonl": (2, 0, 2, 3, {None: 1}, {"delete": 1}, (0, 0, 0, 0), 0.0, 0),
     "cursor:5e0a2900-0000-4000-8000-00000000d003.jsonl": (0, 1, 1, 2, {}, {}, (0, 0, 0, 0), 0.0, 0),
+    # 7 requests billed (one retried, counted once), one failed, and the totals of the
+    # requests a checkpoint restore removed.
+    "cline:1770000000000": (2, 0, 3, 5, {0: 1, 1: 1}, {"update": 1, "write": 1}, (2510, 895, 19020, 3120), 0.0495, 8),
+    "roo-code:0195f0a2-1111-7000-8000-00000000a001": (1, 0, 2, 3, {2: 1}, {"update": 1}, (1700, 340, 25000, 8100), 0.0453, 4),
+    "kilo-code:0195f0a2-2222-7000-8000-00000000b002": (1, 0, 1, 1, {1: 1}, {}, (100, 160, 10100, 0), 0.0058, 2),
+    "cline:1784094124598_rruoq": (2, 1, 2, 5, {None: 3}, {"update": 1}, (6500, 545, 9600, 900), 0.0478, 3),
 }
 # fmt: on
 
@@ -129,7 +156,7 @@ def test_sources_of_the_fixtures_and_the_corpus() -> None:
                     found[spec.path] = f"{spec.adapter}/{spec.mode}"
         listed = {str(p) for _, files, _ in units(home).values() for p in files}
         mine = {p: m for p, m in found.items() if m.split("/")[0] in
-                ("cursor",)}
+                ("cursor", "cline", "roo-code", "kilo-code")}
         assert set(mine) == listed
         for path, mode in mine.items():
             want = "jsonl" if path.endswith(".jsonl") else "document"
@@ -148,12 +175,89 @@ def test_drift_only_for_what_is_not_understood() -> None:
                 drifts[key] = found
     assert drifts == {
         # The fixtures' own strange records: a role Cursor's JSONL has not, a block type
-        # it has not.
+        # it has not, a row kind Cline has not.
         "cursor:5e0a2900-0000-4000-8000-00000000d002.jsonl": ["role/system", "user/image"],
+        "cline:1770000000000": ["say/a_new_kind_of_row"],
     }
 
 
+def test_ignored_and_handled_row_kinds_do_not_overlap() -> None:
+    handled = cline_adapter.MESSAGE_ROWS | cline_adapter.ERROR_ROWS | cline_adapter.COMPACTION_ROWS
+    assert not handled & cline_adapter.IGNORED
+
+
 # --------------------------------------------------------------------------- rewrites
+
+
+def _rows(n: int, extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    t = 1770000000000
+    rows: list[dict[str, Any]] = [{"ts": t, "type": "say", "say": "task", "text": "Do it"}]
+    for i in range(1, n):
+        rows.append({"ts": t + i * 10, "type": "say", "say": "text", "text": f"step {i}"})
+    return rows + (extra or [])
+
+
+def _ui(tmp_path: Path, rows: list[dict[str, Any]], state: dict[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
+    path = tmp_path / "tasks" / "1770000000000" / "ui_messages.json"
+    return parse_file("cline", path, state, orjson.dumps(rows))
+
+
+def test_a_rewrite_emits_only_what_changed(tmp_path: Path) -> None:
+    records, state = _ui(tmp_path, _rows(200), None)
+    assert sum(isinstance(r, Event) and r.kind == MESSAGE for r in records) == 199
+    again, state = _ui(tmp_path, _rows(200), state)
+    assert events_of(again) == []  # nothing new: a digest per row, no event
+    grown, state = _ui(tmp_path, _rows(201), state)
+    assert [(e.kind, e.data.get("text"), e.revision) for e in events_of(grown)] == [
+        (MESSAGE, "step 200", 0)
+    ]
+    rows = _rows(201)
+    rows[5]["text"] = "step 5, corrected"
+    changed, state = _ui(tmp_path, rows, state)
+    assert [(e.kind, e.key.rsplit(":", 2)[-2], e.revision) for e in events_of(changed)] == [
+        (MESSAGE, "1770000000050", 1)
+    ]
+
+
+def test_a_retried_request_counts_once(tmp_path: Path) -> None:
+    """The request's row is written when it starts, marked failed, and written again
+    by the retry that goes through: one request, its last counts, a higher revision."""
+    started = {"ts": 1770000001000, "type": "say", "say": "api_req_started",
+               "text": json.dumps({"request": "go"})}
+    failed = {**started, "text": json.dumps({"request": "go", "tokensIn": 0, "tokensOut": 0,
+                                             "cacheReads": 0, "cacheWrites": 0, "cost": 0,
+                                             "cancelReason": "streaming_failed"})}
+    notices = [{"ts": 1770000002000, "type": "say", "say": "error_retry", "text": "{}"},
+               {"ts": 1770000003000, "type": "say", "say": "api_req_retried"}]
+    done = {**started, "text": json.dumps({"request": "go", "tokensIn": 10, "tokensOut": 20,
+                                           "cacheReads": 30, "cacheWrites": 0, "cost": 0.5})}
+    usage: list[Event] = []
+    state = None
+    for version in ([started], [failed, *notices], [done, *notices], [done, *notices]):
+        records, state = _ui(tmp_path, _rows(1, version), state)
+        usage += [e for e in events_of(records) if e.kind == USAGE]
+    assert [(e.key, e.revision, e.data["input_tokens"], e.data["cost"]) for e in usage] == [
+        ("cline:1770000000000:1770000001000:usage", 2, 10, 0.5)
+    ]
+
+
+def test_requests_a_checkpoint_restore_removed_count_once(tmp_path: Path) -> None:
+    """Seen before the restore, they were counted from their rows: the deleted_api_reqs
+    row adds only what those rows did not hold."""
+    req = {"ts": 1770000001000, "type": "say", "say": "api_req_started",
+           "text": json.dumps({"request": "a", "tokensIn": 100, "tokensOut": 10, "cost": 0.25})}
+    records, state = _ui(tmp_path, _rows(1, [req]), None)
+    deleted = {"ts": 1770000009000, "type": "say", "say": "deleted_api_reqs",
+               "text": json.dumps({"tokensIn": 130, "tokensOut": 10, "cacheReads": 0,
+                                   "cacheWrites": 0, "cost": 0.3})}
+    after, _ = _ui(tmp_path, _rows(1, [deleted]), state)
+    fresh, _ = _ui(tmp_path / "other", _rows(1, [deleted]), None)
+    seen = [e for e in events_of(records + after) if e.kind == USAGE]
+    assert sum(e.data["input_tokens"] for e in seen) == 130
+    assert round(sum(e.data["cost"] for e in seen), 6) == 0.3
+    assert [(e.data["input_tokens"], e.data["cost"]) for e in events_of(fresh) if e.kind == USAGE] == [
+        (130, 0.3)
+    ]
 
 
 def test_a_cursor_text_transcript_rewritten(tmp_path: Path) -> None:
@@ -180,6 +284,20 @@ def test_times_are_the_files_and_the_session_says_so() -> None:
     assert facts[0].cwd is None  # no /home/ubuntu/backend on this machine: not guessed
 
 
+def test_cline_facts_from_the_three_files() -> None:
+    task = next(FIXTURES.glob(".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/*"))
+    facts = [r for r in run("cline", sorted(task.glob("*.json"))) if isinstance(r, SessionFacts)]
+    merged = {k: v for f in facts for k, v in vars_of(f).items() if v is not None}
+    assert merged["cwd"] == "/home/dev/shop"
+    assert merged["version"] == "3.57.1"
+    assert merged["model"] == "claude-sonnet-4-5"
+    assert merged["title"] == "Fix the failing total in src/app.py"
+
+
+def vars_of(f: SessionFacts) -> dict[str, Any]:
+    return {name: getattr(f, name) for name in f.__slots__ if name not in ("weak",)}
+
+
 def test_what_the_model_saw_reaches_the_secret_scan() -> None:
     """Contents (never stored) ride on the events the scan stage reads: a file read's
     result, a command's output, a written file, an @-mentioned file."""
@@ -191,6 +309,10 @@ def test_what_the_model_saw_reaches_the_secret_scan() -> None:
                     labels.setdefault(key.split(":")[0], set()).add(f"{e.kind}/{label.split(':')[0]}")
     assert labels == {
         "cursor": {"tool_call/write", "tool_call/new_string"},
+        "cline": {"tool_result/request", "tool_result/output", "tool_call/diff", "tool_call/content",
+                  "prompt/file", "tool_call/new_text"},
+        "roo-code": {"tool_result/output", "tool_call/diff"},
+        "kilo-code": {"tool_result/output"},
     }
 
 
@@ -272,6 +394,50 @@ _scalars = st.one_of(st.none(), st.booleans(), st.integers(-2, 2**40), st.floats
 _json = st.recursive(_scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
     max_leaves=12)
+_KINDS = sorted({k.split("/", 1)[1] for k in cline_adapter.IGNORED | cline_adapter.MESSAGE_ROWS
+                 | cline_adapter.ERROR_ROWS}
+                | {"task", "text", "tool", "command", "command_output", "api_req_started",
+                   "deleted_api_reqs", "user_feedback", "use_mcp_server", "unheard_of"})
+
+
+@st.composite
+def _ui_row(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["say", "ask", "other"]))
+    row: dict[str, Any] = {"ts": draw(st.one_of(st.integers(0, 2**41), _scalars)), "type": kind}
+    row[kind] = draw(st.sampled_from(_KINDS))
+    row["text"] = draw(st.one_of(st.text(max_size=30), _json.map(json.dumps), _scalars))
+    if draw(st.booleans()):
+        row[draw(st.text(max_size=6))] = draw(_json)
+    return row
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_ui_row(), max_size=12), st.sampled_from(["cline", "roo-code", "kilo-code"]))
+def test_mutated_task_rows_never_crash(rows: list[dict[str, Any]], agent: str) -> None:
+    path = Path("/h/tasks/1/ui_messages.json")
+    adapter: Any = ADAPTERS[agent]
+    state = adapter.initial_state(str(path))
+    records = adapter.parse_document(rows, str(path), state)
+    orjson.dumps(state)  # the state stays storable
+    unknown = sum(1 for r in rows if cline_adapter._row_kind(r) not in _known(r))
+    assert sum(isinstance(r, Drift) for r in records) == unknown
+    # A second read of the same rows emits no event.
+    assert not events_of(adapter.parse_document(rows, str(path), state))
+
+
+def _known(row: dict[str, Any]) -> set[str]:
+    """Every row kind the adapter handles or ignores (what is not among them is drift)."""
+    names = {"say/task", "say/user_feedback", "say/text", "say/reasoning", "say/api_req_started",
+             "say/deleted_api_reqs", "say/api_req_deleted", "say/subagent_usage", "say/tool",
+             "ask/tool", "say/command", "ask/command", "say/command_output",
+             "ask/command_output", "say/use_mcp_server", "ask/use_mcp_server",
+             "say/mcp_server_response", "say/browser_action_result",
+             "say/browser_action_launch", "ask/browser_action_launch", "say/browser_action",
+             "ask/new_task", "ask/use_subagents", "say/use_subagents"}
+    return (names | cline_adapter.IGNORED | cline_adapter.MESSAGE_ROWS | cline_adapter.ERROR_ROWS
+            | cline_adapter.COMPACTION_ROWS)
+
+
 @st.composite
 def _cursor_line(draw: st.DrawFn) -> dict[str, Any]:
     role = draw(st.sampled_from(["user", "assistant", "system", 3]))
@@ -311,6 +477,17 @@ def test_any_cursor_text_parses(text: str) -> None:
                           "turn_end") for e in events_of(first))
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_json, max_size=6))
+def test_mutated_sdk_documents_never_crash(history: list[Any]) -> None:
+    sdk: Any = ADAPTERS["cline"]
+    path = "/h/.cline/data/sessions/s/s.messages.json"
+    state = sdk.initial_state(path)
+    sdk.parse_document({"messages": history}, path, state)
+    orjson.dumps(state)
+
+
+
 # --------------------------------------------------------------------------- titles
 
 
@@ -325,9 +502,9 @@ def test_titles_follow_the_injected_context_rule() -> None:
     checked = 0
     for key, (agent, files, _) in units(corpus_home()).items():
         facts = [r for r in run(agent, files) if isinstance(r, SessionFacts) and r.title]
-        name = files[0].name
+        name = files[0].parent.name if agent == "cline" else files[0].name
         typed = first_person_text(texts[(agent, name)])
-        from_prompts = [f.title for f in facts if f.weak]
+        from_prompts = [f.title for f in facts if f.weak or agent == "cline"]
         if key.endswith("4b7645b1-0a23-4409-9d05-3284d79a5ad7.jsonl"):
             assert from_prompts == []  # a sub-agent's brief never titles the session
             continue
@@ -335,7 +512,7 @@ def test_titles_follow_the_injected_context_rule() -> None:
         assert from_prompts == [title_from(typed, 120)], key
         assert not any(is_injected(t) for t in from_prompts)
         checked += 1
-    assert checked == 4
+    assert checked == 5
 
 
 # --------------------------------------------------------------------------- fidelity
@@ -348,7 +525,7 @@ def _tally(home: Path) -> dict[tuple[str, str, str], list[int]]:
     from agentsrc_daemon.ingest.round import Ingestor
     from agentsrc_daemon.store import Batch
 
-    agents = ("cursor",)
+    agents = ("cursor", "cline", "roo-code", "kilo-code")
     roots = {name: root for name, root in load_config(env={"HOME": str(home)}).roots().items()
              if root.is_dir() and name.split("@")[0] in agents}
     ingestor = Ingestor(max_line_bytes=1 << 24)
@@ -378,16 +555,29 @@ def test_the_fidelity_tally_names_every_record() -> None:
     made strange on purpose are not (test_drift_only_for_what_is_not_understood)."""
     corpus = _tally(corpus_home())
     assert corpus == {
+        ("cline", "unknown", "ui_messages"): [1, 0, 0, 0],
         ("cursor", "unknown", "role/assistant"): [102, 0, 0, 0],
         ("cursor", "unknown", "role/user"): [5, 0, 0, 0],  # 4 prompts' lines and a brief
         ("cursor", "unknown", "text"): [1, 0, 0, 0],
     }
     fixtures = _tally(FIXTURES)
     assert fixtures == {
+        # Cline's model messages give the session's model and cwd, no event (its UI
+        # rows hold the requests and results): folded.
+        ("cline", "unknown", "api_conversation_history"): [0, 0, 1, 0],
+        ("cline", "unknown", "session/manifest"): [0, 0, 1, 0],
+        ("cline", "unknown", "session/messages"): [2, 0, 0, 0],
+        ("cline", "unknown", "task_metadata"): [0, 0, 1, 0],
+        ("cline", "unknown", "ui_messages"): [0, 0, 0, 1],  # say/a_new_kind_of_row
         ("cursor", "unknown", "role/assistant"): [5, 0, 0, 0],
         ("cursor", "unknown", "role/system"): [0, 0, 0, 1],
         ("cursor", "unknown", "role/user"): [2, 0, 0, 1],  # the image block
         ("cursor", "unknown", "text"): [1, 0, 0, 0],
+        ("kilo-code", "unknown", "api_conversation_history"): [1, 0, 0, 0],
+        ("kilo-code", "unknown", "ui_messages"): [1, 0, 0, 0],
+        ("roo-code", "unknown", "api_conversation_history"): [1, 0, 0, 0],
+        ("roo-code", "unknown", "task_metadata"): [0, 0, 1, 0],
+        ("roo-code", "unknown", "ui_messages"): [1, 0, 0, 0],
     }
     for home, tally in ((corpus_home(), corpus), (FIXTURES, fixtures)):
         read: dict[str, int] = {}

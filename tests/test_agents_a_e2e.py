@@ -1,14 +1,16 @@
-"""Cursor end to end, through a real daemon:
+"""Cursor and Cline (Roo Code, Kilo Code) end to end, through a real daemon:
 exactly-once across kill -9 in the middle of a backfill of each (the events and the
 sessions' counters equal an uninterrupted run's), and live changes (an append to a
-Cursor transcript whose last line has no newline, a text transcript rewritten whole, a
-chat database renamed) arriving on subscribe.
+Cursor transcript whose last line has no newline, a text transcript and a task
+document rewritten whole, a task folder under an editor root that did not exist
+when the daemon started, a chat database renamed) arriving on subscribe.
 
 The transcripts are made up here, in the shapes docs/formats.md describes; the corpus is
 counted by tests/test_agents_a.py and tests/test_daemon.py."""
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 from pathlib import Path
@@ -23,6 +25,7 @@ from harness import DaemonFactory, DaemonProcess, all_events, signature, wait_fo
 pytestmark = pytest.mark.slow
 
 T0 = 1770000000000
+EDITOR_TASKS = ".config/Code/User/globalStorage/{ext}/tasks"
 
 
 # ---- writers --------------------------------------------------------------------------------
@@ -60,6 +63,35 @@ def cursor_text(home: Path, conv: str, turns: int) -> Path:
     return path
 
 
+def cline_rows(turns: int, t0: int = T0) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    ts = t0
+    for t in range(turns):
+        say = "task" if t == 0 else "user_feedback"
+        rows.append({"ts": ts, "type": "say", "say": say, "text": f"cline prompt {t}"})
+        rows.append({"ts": ts + 1, "type": "say", "say": "api_req_started", "text": json.dumps(
+            {"request": "r", "tokensIn": 10, "tokensOut": 5, "cacheReads": 100, "cacheWrites": 0,
+             "cost": 0.001})})
+        rows.append({"ts": ts + 2, "type": "say", "say": "tool", "text": json.dumps(
+            {"tool": "readFile", "path": f"src/m{t}.py", "content": f"/home/dev/demo/src/m{t}.py"})})
+        rows.append({"ts": ts + 3, "type": "ask", "ask": "command", "text": f"pytest tests/t{t}.py"})
+        rows.append({"ts": ts + 4, "type": "say", "say": "api_req_started", "text": json.dumps(
+            {"request": f"[execute_command for 'pytest tests/t{t}.py'] Result:\nCommand executed "
+                        "successfully (exit code 0).", "tokensIn": 3, "tokensOut": 2,
+             "cacheReads": 0, "cacheWrites": 0, "cost": 0.0005})})
+        rows.append({"ts": ts + 5, "type": "say", "say": "completion_result", "text": f"done {t}"})
+        ts += 1000
+    return rows
+
+
+def cline_task(home: Path, task: str, turns: int, ext: str = "saoudrizwan.claude-dev") -> Path:
+    d = home / EDITOR_TASKS.format(ext=ext) / task
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / "ui_messages.json"
+    path.write_bytes(orjson.dumps(cline_rows(turns, int(task) if task.isdigit() else T0)))
+    return path
+
+
 def chat_db(home: Path, agent_id: str, name: str) -> Path:
     path = home / ".cursor" / "chats" / ("c" * 32) / agent_id / "store.db"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,9 +117,16 @@ def _cursor_home(home: Path) -> None:
         chat_db(home, f"{n:08x}-0000-4000-8000-00000000c0de", f"chat {n}")
 
 
+def _cline_home(home: Path) -> None:
+    for n in range(120):
+        cline_task(home, str(T0 + n * 10_000_000), 12)
+    for n in range(20):
+        cline_task(home, f"{n:08x}-0000-7000-8000-0000000000e0", 6, "rooveterinaryinc.roo-cline")
+
+
 @pytest.mark.parametrize(
     "make, agents",
-    [(_cursor_home, {"cursor"})],
+    [(_cursor_home, {"cursor"}), (_cline_home, {"cline", "roo-code"})],
 )
 def test_kill9_mid_backfill_gives_exact_events(
     tmp_path: Path, daemon_factory: DaemonFactory, make: Any, agents: set[str]
@@ -151,21 +190,27 @@ def test_live_changes_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None
     conv = "0000c0de-0000-4000-8000-000000000001"
     jsonl = cursor_jsonl(home, conv, 1)
     text = cursor_text(home, "0000c0de-0000-4000-8000-000000000002", 1)
+    task = cline_task(home, str(T0), 1)
     db = chat_db(home, conv, "first name")
     d.start()
     d.wait_live()
     before = d.call("status")["events"]
-    t, received = _subscribe(d, until=2)
+    t, received = _subscribe(d, until=4)
     # Cursor JSONL: the next line, its newline written first (the last line again has none).
     with jsonl.open("ab") as fh:
         fh.write(b"\n" + orjson.dumps({"role": "user", "message": {"content": [
             {"type": "text", "text": "<user_query>\nlive cursor\n</user_query>"}]}}))
     # Cursor text: rewritten whole with one more exchange.
     text.write_text(text.read_text() + "\nuser:\n<user_query>\nlive text\n</user_query>\n")
+    # Cline: the task document rewritten whole with a second turn.
+    task.write_bytes(orjson.dumps(cline_rows(2)))
+    # Roo Code: its tasks folder did not exist when the daemon started.
+    cline_task(home, "0000feed-0000-7000-8000-000000000004", 1, "rooveterinaryinc.roo-cline")
     t.join(30)
     prompts = sorted((e["adapter"], e.get("text", e.get("data", {}).get("text")))
                      for e in received if e["kind"] == "prompt")
-    assert prompts == [("cursor", "live cursor"), ("cursor", "live text")]
+    assert prompts == [("cline", "cline prompt 1"), ("cursor", "live cursor"),
+                       ("cursor", "live text"), ("roo-code", "cline prompt 0")]
     keys = [e["id"] for e in received]
     assert len(keys) == len(set(keys))  # nothing re-emitted from what was stored before
     wait_for(lambda: d.call("status")["events"] >= before + len(received), timeout=10)
@@ -181,3 +226,10 @@ def test_live_changes_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None
     assert session["model"] == "gpt-5.2" and session["prompts"] == 2
     shown = d.cli("show", f"cursor:{conv}").stdout
     assert "times:         from the transcript file (cursor writes no times" in shown
+    # The roots status lists: the editors' (the harness sets $XDG_CONFIG_HOME, so the
+    # home's ~/.config/Code is the second "Code": "Code-2"), each with how it is watched.
+    roots = d.call("status")["roots"]
+    by_path = {r["path"]: (name, r["watch"]) for name, r in roots.items()}
+    roo = str(home / EDITOR_TASKS.format(ext="rooveterinaryinc.roo-cline"))[: -len("/tasks")]
+    assert by_path[roo] == ("roo-code@Code-2", "inotify")  # watched once it appeared
+    assert roots["kilo-code@Code-2"]["watch"] == "missing"

@@ -41,8 +41,13 @@ def _agent_of(path: str, home: Path) -> str:
         ("opencode", ".local/share/opencode"),
         ("muse", "agents"),
         ("cursor", ".cursor"),
+        ("cline", ".cline"),
     ):
         if path.startswith(f"{home}/{root}/"):
+            return agent
+    for agent, ext in (("cline", "saoudrizwan.claude-dev"), ("roo-code", "rooveterinaryinc.roo-cline"),
+                       ("kilo-code", "kilocode.kilo-code")):
+        if f"/globalStorage/{ext}/tasks/" in path:
             return agent
     return "?"
 
@@ -67,6 +72,9 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "copilot": 6,
         "opencode": 10,
         "cursor": 5,
+        "cline": 1,
+        "roo-code": 0,
+        "kilo-code": 0,
     }
     for s in srcs:
         if s["mode"] != "sqlite":
@@ -90,15 +98,16 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # whose original is not in the corpus) and a40d33bf, known through its sub-agent.
     assert by_agent["claude-code"] == 8
     # Cursor: four conversations (the fifth transcript is a sub-agent's).
-    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode", "cursor")} == {
+    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode", "cursor", "cline")} == {
         "gemini": 10,
         "copilot": 6,
         "opencode": 6,
         "cursor": 4,
+        "cline": 1,
     }
     counts: Counter[str] = Counter()
     for sess in sessions:
-        if sess["agent"] not in ("gemini", "copilot", "opencode", "cursor"):
+        if sess["agent"] not in ("gemini", "copilot", "opencode", "cursor", "cline"):
             continue
         for kind in ("prompt", "tool_call"):
             got = d.call("events.list", {"session_id": sess["id"], "kind": kind, "limit": 10000})
@@ -114,6 +123,8 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         # tests/test_agents_a.py counts them exactly, file by file.
         "cursor/prompt": 34 + 1,  # and the sub-agent's brief
         "cursor/tool_call": 243,
+        "cline/prompt": 15,
+        "cline/tool_call": 15,
     }
     assert st["events"] > 5_000
     assert st["pending_bytes"] == 0 and st["state"] == "live"

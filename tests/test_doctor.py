@@ -113,7 +113,8 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     muse = home / "agents"
     gemini, copilot = home / ".gemini", home / ".copilot"
     opencode = home / ".local" / "share" / "opencode"
-    cursor = home / ".cursor"
+    cursor, cline = home / ".cursor", home / ".cline" / "data"
+    editor = home / ".config" / "Code" / "User"
     for d in (
         codex / "sessions" / "2025" / "11" / "29",
         claude / "-work-app",
@@ -122,6 +123,8 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         copilot / "session-state",
         opencode,
         cursor / "projects" / "work-app" / "agent-transcripts",
+        cline / "sessions",
+        editor / "globalStorage" / "saoudrizwan.claude-dev" / "tasks" / "1767000000000",
     ):
         d.mkdir(parents=True)
     data = home / ".local" / "share" / "agentsrc"
@@ -148,6 +151,8 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         copilot_root=copilot,
         opencode_root=opencode,
         cursor_root=cursor,
+        cline_root=cline,
+        editor_dirs=(editor,),
         data_dir=data,
         socket_path=sock_path,
     )
@@ -168,6 +173,8 @@ def test_all_good(setup: Setup) -> None:
         "root copilot",
         "root opencode",
         "root cursor",
+        "root cline",
+        "root editors",
         "data dir",
         "database",
         "socket",
@@ -185,8 +192,12 @@ def test_all_good(setup: Setup) -> None:
     assert doctor.exit_code(checks) == 0
     by_name = {c.name: c for c in checks}
     # .codex, sessions, 2025, 11, 29 + projects, -work-app + agents, s1 + .gemini, tmp +
-    # .copilot, session-state + opencode + Cursor's projects, work-app, agent-transcripts
-    assert by_name["inotify"].detail == "17 directories to watch, max_user_watches is 65536"
+    # .copilot, session-state + opencode + Cursor's projects, work-app, agent-transcripts +
+    # Cline's sessions + Cline's tasks in Code and its one task
+    assert by_name["inotify"].detail == "20 directories to watch, max_user_watches is 65536"
+    assert by_name["root editors"].detail == (
+        "1 editor user dirs looked at, 1 present; task folders of cline@Code"
+    )
     assert by_name["database"].detail == f"database {setup.cfg.db_path} is 0600"
     assert by_name["integrity"].detail == "PRAGMA quick_check: ok"
     db_size = setup.cfg.db_path.stat().st_size
@@ -323,7 +334,7 @@ def test_too_few_inotify_watches(setup: Setup) -> None:
     check = assert_fails(
         setup.checks(),
         "inotify",
-        "17 directories to watch, max_user_watches is 8: not enough watches",
+        "20 directories to watch, max_user_watches is 8: not enough watches",
         "echo fs.inotify.max_user_watches=524288 | sudo tee "
         "/etc/sysctl.d/60-agentsrc-inotify.conf && sudo sysctl --system",
     )
@@ -335,7 +346,7 @@ def test_inotify_over_half_used_is_a_warning(setup: Setup) -> None:
     checks = setup.checks()
     inotify = {c.name: c for c in checks}["inotify"]
     assert (inotify.ok, inotify.warning) == (True, True)
-    assert inotify.detail == "17 directories to watch, max_user_watches is 32: over half used"
+    assert inotify.detail == "20 directories to watch, max_user_watches is 32: over half used"
     assert doctor.exit_code(checks) == 0
 
 
@@ -373,7 +384,7 @@ def test_a_missing_root_is_a_warning(setup: Setup) -> None:
 
 def test_no_root_at_all_is_a_failure(setup: Setup) -> None:
     for root in setup.cfg.roots().values():
-        shutil.rmtree(root)
+        shutil.rmtree(root, ignore_errors=True)
     assert_fails(
         setup.checks(),
         "roots",

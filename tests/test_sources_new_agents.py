@@ -17,8 +17,12 @@ def test_default_roots(tmp_path: Path) -> None:
     assert cfg.gemini_root == tmp_path / ".gemini"
     assert cfg.copilot_root == tmp_path / ".copilot"
     assert cfg.opencode_root == tmp_path / ".local" / "share" / "opencode"
-    assert list(cfg.roots()) == ["codex", "claude-code", "muse", "gemini", "copilot", "opencode",
-                                 "cursor"]
+    roots = list(cfg.roots())
+    assert roots[:8] == ["codex", "claude-code", "muse", "gemini", "copilot", "opencode",
+                         "cursor", "cline"]
+    # The editors' extensions: three roots in each of the five editors' user dirs.
+    assert roots[8:11] == ["cline@Code", "roo-code@Code", "kilo-code@Code"]
+    assert len(roots) == 8 + 3 * 5
 
 
 def test_agents_own_variables(tmp_path: Path) -> None:

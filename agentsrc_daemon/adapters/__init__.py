@@ -80,7 +80,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
-from . import claude, codex, copilot, cursor, gemini, muse, opencode
+from . import claude, cline, codex, copilot, cursor, gemini, muse, opencode
 from .common import FILE_TIME, FOLDER_CWD
 
 __all__ = ["ADAPTERS", "FILE_TIME", "FOLDER_CWD", "Adapter", "RecordKind", "final_lines", "folder_namer",
@@ -212,5 +212,6 @@ _ALL: tuple[Adapter, ...] = (
     copilot.ADAPTER,
     opencode.ADAPTER,
     cursor.ADAPTER,
+    *cline.ADAPTERS,
 )
 ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in _ALL}

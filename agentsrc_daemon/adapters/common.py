@@ -43,6 +43,7 @@ CONTENT_FIELDS = frozenset(
         "old_str",  # Copilot CLI edit / str_replace_editor
         "new_str",
         "contents",  # Cursor Write
+        "diff",  # Cline replace_in_file, and its UI rows' diffs
     }
 )
 MAX_STORED_STRING = 4096

@@ -41,6 +41,14 @@ def run(
         None, help="OpenCode data dir (default $XDG_DATA_HOME/opencode or ~/.local/share/opencode)."
     ),
     cursor_root: Path | None = typer.Option(None, help="Cursor home (default ~/.cursor)."),
+    cline_root: Path | None = typer.Option(
+        None, help="Cline data dir (default $CLINE_DATA_DIR, $CLINE_DIR/data or ~/.cline/data)."
+    ),
+    editors_root: str | None = typer.Option(
+        None,
+        help="Editor user dirs whose Cline, Roo Code and Kilo Code task folders are read,"
+        " separated by ':' (default: VS Code, Insiders, VSCodium, Cursor and Windsurf's).",
+    ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
     log_format: LogFormat | None = typer.Option(
         None, "--log-format", help="json or console (default: console on a terminal, else JSON).",
@@ -64,6 +72,8 @@ def run(
         "copilot_root": copilot_root,
         "opencode_root": opencode_root,
         "cursor_root": cursor_root,
+        "cline_root": cline_root,
+        "editors_root": editors_root,
     }
     if log_format is not None:
         json_logs = log_format is LogFormat.json

@@ -83,6 +83,11 @@ _SHELL_TOOLS_BY_ADAPTER = {
     "copilot": {"bash": "command", "powershell": "command"},
     "opencode": {"bash": "command"},  # {command, workdir, timeout, description}
     "cursor": {"Shell": "command", "run_terminal_cmd": "command"},
+    # The extensions' execute_command ({command}); the Cline SDK's run_commands, whose
+    # results the adapter gives one command each (``command``).
+    "cline": {"execute_command": "command", "run_commands": "command"},
+    "roo-code": {"execute_command": "command"},
+    "kilo-code": {"execute_command": "command"},
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
@@ -121,10 +126,30 @@ _CURSOR_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "Write": (("path", "target_file"), EDIT, OP_WRITE),
     "Delete": (("path", "target_file"), EDIT, "delete"),
 }
+# Cline, Roo Code and Kilo Code (the extensions' tool names: their system prompts' XML
+# tools and native tools alike, and the UI rows' names); the Cline SDK's tools.
+_CLINE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "read_file": (("path",), READ, OP_READ),
+    "readFile": (("path",), READ, OP_READ),
+    "write_to_file": (("path",), EDIT, OP_WRITE),
+    "newFileCreated": (("path",), EDIT, OP_WRITE),
+    "replace_in_file": (("path",), EDIT, OP_UPDATE),
+    "apply_diff": (("path",), EDIT, OP_UPDATE),
+    "insert_content": (("path",), EDIT, OP_UPDATE),
+    "search_and_replace": (("path",), EDIT, OP_UPDATE),
+    "editedExistingFile": (("path",), EDIT, OP_UPDATE),
+    "appliedDiff": (("path",), EDIT, OP_UPDATE),
+    "insertContent": (("path",), EDIT, OP_UPDATE),
+    "searchAndReplace": (("path",), EDIT, OP_UPDATE),
+    "fileDeleted": (("path",), EDIT, "delete"),
+    "editor": (("path",), EDIT, OP_UPDATE),  # the SDK: creates the file when it is missing
+}
 _GLOB_CHARS = frozenset("*?[{")
 # Adapters whose shell tool runs the user's configured shell: on a Windows cwd that may
 # be PowerShell or cmd.exe, so a command string there is recorded but not parsed.
-_USER_SHELL_ADAPTERS = frozenset({"codex", "gemini", "opencode", "cursor"})
+_USER_SHELL_ADAPTERS = frozenset(
+    {"codex", "gemini", "opencode", "cursor", "cline", "roo-code", "kilo-code"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +268,8 @@ def _derive_from_call(
         reads, edits = _opencode_tool(tool, inp, event.cwd)
     elif event.adapter == "cursor":
         reads, edits = _cursor_tool(tool, inp, event.cwd)
+    elif event.adapter in ("cline", "roo-code", "kilo-code"):
+        reads, edits = _cline_tool(tool, inp, event.cwd)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None
@@ -339,6 +366,27 @@ def _cursor_tool(
         path = _path_arg(inp, ("path",), cwd) or cwd
         return ([(path, OP_GREP)] if path else []), []
     return _file_tool(_CURSOR_FILE_TOOLS, tool, inp, cwd)
+
+
+def _cline_tool(
+    tool: str, inp: dict[str, Any], cwd: str | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The extensions' file tools; the SDK's read_files (a list of files) and editor
+    (a write when it inserts nothing and replaces nothing: it creates the file)."""
+    if tool == "read_files":
+        files = inp.get("files")
+        entries = files if isinstance(files, list) else [files]
+        reads: list[tuple[str, str]] = []
+        for entry in entries:
+            value = entry.get("path") if isinstance(entry, dict) else entry
+            path = _path_arg({"p": value}, ("p",), cwd)
+            if path is not None and (path, OP_READ) not in reads:
+                reads.append((path, OP_READ))
+        return reads, []
+    reads, edits = _file_tool(_CLINE_FILE_TOOLS, tool, inp, cwd)
+    if tool == "editor" and edits and not inp.get("old_text") and inp.get("insert_line") is None:
+        edits = [(path, OP_WRITE) for path, _ in edits]
+    return reads, edits
 
 
 def _path_arg(inp: dict[str, Any], keys: tuple[str, ...], cwd: str | None) -> str | None:

@@ -7,7 +7,8 @@ A source is one of:
 * ``document``: a whole-file JSON document re-read when it changes, with the adapter's
   per-file state kept across its versions (Codex legacy ``.json`` rollouts, Claude
   subagent ``.meta.json``, Muse ``sessions.json``, Gemini ``.json`` chats, Copilot
-  ``history-session-state``, OpenCode's JSON tree); a text document (Cursor's ``.txt``
+  ``history-session-state``, OpenCode's JSON tree, the task files of Cline, Roo Code and
+  Kilo Code, Cline's sessions); a text document (Cursor's ``.txt``
   transcripts, ``text_document``) is handed to the adapter as text;
 * ``sqlite``: an OpenCode database read through ``ingest/opencode_db.py`` from a
   persisted keyset cursor, a Cursor CLI chat's ``store.db`` (its ``meta`` table)
@@ -85,6 +86,12 @@ _CURSOR_JSONL = re.compile(
 )
 _CURSOR_TEXT = re.compile(rf"^projects/[^/]+/agent-transcripts/{_CURSOR_UUID}\.txt$")
 _CURSOR_DB = re.compile(r"^chats/[0-9a-f]{32}/[^/]+/store\.db$")
+# Cline, Roo Code and Kilo Code, relative to a storage root (an extension's globalStorage
+# dir, or Cline's data dir): task folders; Cline's sessions (a manifest and messages,
+# a sub-agent's messages beside its parent's).
+_CLINE_AGENTS = frozenset({"cline", "roo-code", "kilo-code"})
+_CLINE_TASK_DOC = re.compile(r"^tasks/[^/]+/(?:ui_messages|api_conversation_history|task_metadata)\.json$")
+_CLINE_SESSION_DOC = re.compile(r"^sessions/(?P<s>[^/]+)/(?:(?P=s)\.json|[^/]+\.messages\.json)$")
 
 # Directories never worth descending into, for the agents that have no rule of their own.
 _SKIP_DIRS = {"tool-results", "node_modules", ".git", "log", "cache", "tmp"}
@@ -103,6 +110,9 @@ _DESCEND: dict[str, re.Pattern[str]] = {
         r"^(?:projects(?:/[^/]+(?:/agent-transcripts(?:/[^/]+(?:/subagents)?)?)?)?"
         r"|chats(?:/[^/]+(?:/[^/]+)?)?)$"
     ),
+    "cline": re.compile(r"^(?:tasks|sessions)(?:/[^/]+)?$"),
+    "roo-code": re.compile(r"^tasks(?:/[^/]+)?$"),
+    "kilo-code": re.compile(r"^tasks(?:/[^/]+)?$"),
 }
 
 
@@ -114,16 +124,22 @@ class SourceSpec:
     root: str
 
 
+def root_adapter(name: str) -> str:
+    """The adapter a root of ``Config.roots()`` is for: the root's name, or the part
+    before "@" of an agent's further roots (``cline@Code``; config.root_agent)."""
+    return name.split("@", 1)[0]
+
+
 def _relative(path: str, roots: Mapping[str, Path]) -> Iterator[tuple[str, str, str]]:
     """(adapter, root, path relative to it) for every root ``path`` is under."""
-    for adapter, root in roots.items():
+    for name, root in roots.items():
         root_s = str(root)
         if not path.startswith(root_s + os.sep):
             continue
         rel = path[len(root_s) + 1 :]
         if os.sep != "/":  # pragma: no cover - POSIX only today
             rel = rel.replace(os.sep, "/")
-        yield adapter, root_s, rel
+        yield root_adapter(name), root_s, rel
 
 
 def classify(
@@ -187,6 +203,10 @@ def _mode_for(adapter: str, rel: str) -> str | None:
             return DOCUMENT
         if _CURSOR_DB.match(rel):
             return SQLITE
+    elif adapter in _CLINE_AGENTS and (
+        _CLINE_TASK_DOC.match(rel) or (adapter == "cline" and _CLINE_SESSION_DOC.match(rel))
+    ):
+        return DOCUMENT
     return None
 
 
@@ -257,12 +277,13 @@ def _owner(directory: str, roots: Mapping[str, Path]) -> tuple[str, str] | None:
     """(adapter, path relative to its root) of a directory under a root; the most
     specific root wins. ("", "") for a root itself."""
     best: tuple[str, str, int] | None = None
-    for adapter, root in roots.items():
+    for name, root in roots.items():
         root_s = str(root)
         if directory == root_s:
-            return adapter, ""
+            return root_adapter(name), ""
         if directory.startswith(root_s + os.sep) and (best is None or len(root_s) > best[2]):
-            best = (adapter, directory[len(root_s) + 1 :].replace(os.sep, "/"), len(root_s))
+            best = (root_adapter(name), directory[len(root_s) + 1 :].replace(os.sep, "/"),
+                    len(root_s))
     return (best[0], best[1]) if best else None
 
 

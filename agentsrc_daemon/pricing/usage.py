@@ -7,8 +7,8 @@ count differently, and the adapters keep what the agent wrote. Pricing needs one
 meaning, so ``normalize`` reads an event's data by its agent's ``Convention``:
 
 * whether ``input_tokens`` already holds the cache reads and writes (OpenAI's way:
-  Codex, Gemini, Copilot) or counts them apart (Anthropic's way: Claude Code,
-  OpenCode, Amp, Cline, Pi);
+  Codex, Gemini, Copilot) or counts them apart (Anthropic's way: Claude
+  Code, OpenCode, Amp, Cline, Roo Code, Kilo Code, Pi);
 * whether ``output_tokens`` already holds the reasoning (Codex, Claude Code, Copilot)
   or the reasoning is counted apart and billed as output besides (Gemini's thoughts,
   OpenCode's ``reasoning``);
@@ -66,6 +66,10 @@ CONVENTIONS: dict[str, Convention] = {
     "cline": ANTHROPIC_WAY,
     "crush": ANTHROPIC_WAY,
     "pi": ANTHROPIC_WAY,
+    # api_req_started's tokensIn without the cache (Roo Code 3.30+ writes it with the
+    # cache: the adapter takes it out); each request's cost recorded.
+    "roo-code": ANTHROPIC_WAY,
+    "kilo-code": ANTHROPIC_WAY,
     # Cursor's transcripts record no usage.
     "cursor": ANTHROPIC_WAY,
 }
