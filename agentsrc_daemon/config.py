@@ -15,6 +15,7 @@ Example config file::
     opencode = "~/.local/share/opencode"
     cursor = "~/.cursor"
     cline = "~/.cline/data"
+    continue = "~/.continue"
     # The editors' user dirs whose extensions' task folders are read (Cline, Roo Code,
     # Kilo Code): a list, or one path; $AGENTSRC_EDITORS_ROOT and --editors-root take
     # paths separated by ':'.
@@ -152,6 +153,12 @@ def _cline_default(env: Mapping[str, str], home: Path) -> Path:
     return home / ".cline" / "data"
 
 
+def _continue_default(env: Mapping[str, str], home: Path) -> Path:
+    if env.get("CONTINUE_GLOBAL_DIR"):
+        return _expand(env["CONTINUE_GLOBAL_DIR"], home)
+    return home / ".continue"
+
+
 # Every agent's root, in the order status and doctor list them. A new agent adds its
 # entry here and its field to Config (and its --<key>-root option to cli/daemon.py).
 ROOTS: tuple[RootSpec, ...] = (
@@ -168,6 +175,7 @@ ROOTS: tuple[RootSpec, ...] = (
     # Cline's data dir: sessions/ (the CLI, and the extension since its SDK) and tasks/
     # (the CLI before it). The extension's task folders are editor roots (below).
     RootSpec("cline", "cline", _cline_default, ("sessions", "tasks"), watch_entries=False),
+    RootSpec("continue", "continue", _continue_default, ("sessions",), watch_entries=False),
 )
 
 # Editor extensions that keep their tasks in the editor's storage, each under
@@ -414,6 +422,7 @@ class Config:
     socket_path: Path
     cursor_root: Path = Path("~/.cursor")
     cline_root: Path = Path("~/.cline/data")
+    continue_root: Path = Path("~/.continue")
     # The editors' user dirs (EDITORS_KEY): each extension of EDITOR_EXTENSIONS has a
     # root in each.
     editor_dirs: tuple[Path, ...] = ()

@@ -31,6 +31,7 @@ AGENTS = (
     "cline",
     "roo-code",
     "kilo-code",
+    "continue",
 )
 
 # Event kinds. Strings, not an enum, because they travel as-is through SQLite and JSON.

@@ -1,4 +1,4 @@
-"""Running the Cursor and Cline adapters over a file as ingest does (lines,
+"""Running the Cursor, Cline and Continue adapters over a file as ingest does (lines,
 text or a whole document; the file's time and cwd handed over; derive after), and the
 counts of what they made, in the shape of tests/raw_counts_agents.py's."""
 

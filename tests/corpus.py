@@ -22,7 +22,6 @@ NOT_YET_READ: dict[str, str] = {
     # Agents agentsrc has no adapter for yet (no root watches these folders).
     ".qwen/": "issue 29: Qwen Code",
     ".local/share/amp/": "issue 29: Amp",
-    ".continue/": "issue 29: Continue",
     "code/": "issue 30: Aider and Crush",
 }
 
@@ -105,4 +104,5 @@ def source_files(home: Path) -> dict[str, list[str]]:
                                ("roo-code", "rooveterinaryinc.roo-cline"),
                                ("kilo-code", "kilocode.kilo-code"))
         },
+        "continue": files(home / ".continue" / "sessions", is_json),
     }

@@ -1,4 +1,4 @@
-"""What a Cursor or Cline (Roo Code, Kilo Code, the Cline SDK) transcript holds,
+"""What a Cursor, Cline (Roo Code, Kilo Code, the Cline SDK) or Continue transcript holds,
 counted straight from its raw records, independently of the adapters: the oracle
 tests/test_agents_a.py checks the adapters' events against exactly. The rules are those
 docs/formats.md states for each agent, written again in the plainest code (see
@@ -214,3 +214,58 @@ def cline_session_counts(session: Path) -> AgentCounts:
                 if b.get("type") == "tool_result" and names.get(b["tool_use_id"]) == "run_commands":
                     counts.commands += [None] * len(json.loads(b["content"]))
     return counts
+
+
+# --------------------------------------------------------------------------- Continue
+
+CONTINUE_EDITS = {"create_new_file": "write", "edit_existing_file": "update",
+                  "single_find_and_replace": "update", "multi_edit": "update"}
+
+
+def continue_counts(path: Path) -> AgentCounts:
+    """A Continue session: user messages with text are prompts, assistant messages with
+    text are messages, each tool call a call; a terminal command that finished is a
+    command, its exit code in its output's status; usage per assistant message, else
+    the session's running total."""
+    doc = json.loads(path.read_bytes())
+    counts = AgentCounts()
+    per_message = any("usage" in item["message"] for item in doc["history"])
+    for item in doc["history"]:
+        message = item["message"]
+        content = message.get("content")
+        text = content if isinstance(content, str) else "".join(
+            p.get("text", "") for p in content or [] if isinstance(p, dict))
+        if message["role"] == "user":
+            counts.prompts += bool(text.strip())
+        if message["role"] != "assistant":
+            continue
+        counts.messages += bool(text.strip())
+        states = {s["toolCallId"]: s for s in item.get("toolCallStates") or []}
+        for call in message.get("toolCalls") or []:
+            counts.tool_calls += 1
+            name = call["function"]["name"]
+            state = states.get(call["id"], {})
+            args = state.get("parsedArgs") or json.loads(call["function"]["arguments"] or "{}")
+            if name in CONTINUE_EDITS:
+                counts.edits.append((_name(args.get("filepath")), CONTINUE_EDITS[name]))
+            if name == "run_terminal_command" and state.get("status") in ("done", "errored"):
+                status = " ".join(o.get("status", "") for o in state.get("output") or [])
+                failed = re.search(r"exit code (-?\d+)", status)
+                counts.commands.append(int(failed.group(1)) if failed else 0 if "completed" in status else None)
+        if per_message and "usage" in message:
+            _continue_usage(counts, message["usage"])
+    if not per_message and "usage" in doc:
+        _continue_usage(counts, doc["usage"])
+        counts.cost += doc["usage"].get("totalCost", 0)
+        counts.costs += 1
+    return counts
+
+
+def _continue_usage(counts: AgentCounts, usage: dict[str, Any]) -> None:
+    details = usage.get("promptTokensDetails") or {}
+    counts.usage["input_tokens"] += usage["promptTokens"]
+    counts.usage["output_tokens"] += usage["completionTokens"]
+    counts.usage["cache_read_tokens"] += details.get("cachedTokens", 0)
+    counts.usage["cache_creation_tokens"] += details.get("cacheWriteTokens", 0)
+    counts.usage["reasoning_tokens"] += (usage.get("completionTokensDetails") or {}).get("reasoningTokens", 0)
+    counts.usage["total_tokens"] += usage["promptTokens"] + usage["completionTokens"]

@@ -1,4 +1,4 @@
-"""Cursor and Cline (with Roo Code, Kilo Code and the Cline SDK's sessions):
+"""Cursor, Cline (with Roo Code, Kilo Code and the Cline SDK's sessions) and Continue:
 every corpus file and every fixture counted exactly against an independent count of its
 raw records (tests/raw_counts_agents.py); rewrites cost what changed; a retried request
 counts once; Drift for what is not understood, never for what is ignored on purpose;
@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from agentsrc_daemon.adapters import ADAPTERS
 from agentsrc_daemon.adapters import cline as cline_adapter
 from agentsrc_daemon.events import (
+    COMPACTION,
+    ERROR,
     MESSAGE,
     PROMPT,
     TOOL_CALL,
@@ -41,6 +43,7 @@ from corpus import corpus_home
 from raw_counts_agents import (
     cline_counts,
     cline_session_counts,
+    continue_counts,
     cursor_counts,
 )
 
@@ -57,7 +60,7 @@ EXTENSIONS = {
 
 def units(home: Path) -> dict[str, tuple[str, list[Path], Any]]:
     """Each session's files (what one count covers), its agent and its raw counter:
-    a Cursor transcript, a task folder, a Cline SDK session."""
+    a Cursor transcript, a task folder, a Cline SDK session, a Continue session."""
     out: dict[str, tuple[str, list[Path], Any]] = {}
     for path in sorted(home.glob(".cursor/projects/*/agent-transcripts/**/*.*")):
         out[f"cursor:{path.name}"] = ("cursor", [path], lambda p=path: cursor_counts(p))
@@ -68,6 +71,9 @@ def units(home: Path) -> dict[str, tuple[str, list[Path], Any]]:
     for session in sorted(home.glob(".cline/data/sessions/*")):
         out[f"cline:{session.name}"] = ("cline", sorted(session.glob("*.json")),
                                         lambda s=session: cline_session_counts(s))
+    for path in sorted(home.glob(".continue/sessions/*.json")):
+        if path.name != "sessions.json":
+            out[f"continue:{path.name}"] = ("continue", [path], lambda p=path: continue_counts(p))
     return out
 
 
@@ -90,6 +96,7 @@ CORPUS = {
     "cursor:937ab067-7f13-4dd2-a5d0-f04f64ef6218.txt": (30, 0, 56, 77, {None: 9}, {"update": 24}, (0, 0, 0, 0), 0.0, 0),
     # 31 requests, 7 failed before anything was billed; the 33 retry notices count nothing.
     "cline:1767644899093": (15, 0, 9, 15, {}, {}, (144404, 4086, 632838, 0), 0.477713, 24),
+    "continue:02044b99-f94b-4df0-a981-3b26d054b6b0.json": (2, 0, 1, 20, {0: 3, 1: 3}, {}, (0, 0, 0, 0), 0.0, 0),
 }
 FIXTURE = {
     "cursor:5e0a2900-0000-4000-8000-00000000d001.txt": (2, 0, 3, 5, {None: 1}, {"update": 1, "write": 1}, (0, 0, 0, 0), 0.0, 0),
@@ -101,6 +108,8 @@ FIXTURE = {
     "roo-code:0195f0a2-1111-7000-8000-00000000a001": (1, 0, 2, 3, {2: 1}, {"update": 1}, (1700, 340, 25000, 8100), 0.0453, 4),
     "kilo-code:0195f0a2-2222-7000-8000-00000000b002": (1, 0, 1, 1, {1: 1}, {}, (100, 160, 10100, 0), 0.0058, 2),
     "cline:1784094124598_rruoq": (2, 1, 2, 5, {None: 3}, {"update": 1}, (6500, 545, 9600, 900), 0.0478, 3),
+    "continue:7c0a5e11-0000-4000-8000-00000000c001.json": (1, 0, 1, 4, {2: 1}, {"write": 1, "update": 1}, (7700, 240, 6600, 0), 0.0, 0),
+    "continue:7c0a5e11-0000-4000-8000-00000000c002.json": (1, 0, 1, 0, {}, {}, (3000, 200, 1000, 0), 0.0123, 1),
 }
 # fmt: on
 
@@ -155,8 +164,9 @@ def test_sources_of_the_fixtures_and_the_corpus() -> None:
                 for spec, _ in sources.walk_sources(root, cfg.roots()):
                     found[spec.path] = f"{spec.adapter}/{spec.mode}"
         listed = {str(p) for _, files, _ in units(home).values() for p in files}
+        listed |= {str(p) for p in home.glob(".continue/sessions/sessions.json")}
         mine = {p: m for p, m in found.items() if m.split("/")[0] in
-                ("cursor", "cline", "roo-code", "kilo-code")}
+                ("cursor", "cline", "roo-code", "kilo-code", "continue")}
         assert set(mine) == listed
         for path, mode in mine.items():
             want = "jsonl" if path.endswith(".jsonl") else "document"
@@ -272,6 +282,18 @@ def test_a_cursor_text_transcript_rewritten(tmp_path: Path) -> None:
     assert events_of(parse_file("cursor", path, state, grown.encode())[0]) == []
 
 
+def test_continue_session_usage_grows_by_revision(tmp_path: Path) -> None:
+    path = tmp_path / "sessions" / "s1.json"
+    doc = {"sessionId": "s1", "title": "New Session", "workspaceDirectory": "/w", "history": [],
+           "usage": {"totalCost": 0.1, "promptTokens": 100, "completionTokens": 10}}
+    records, state = parse_file("continue", path, None, orjson.dumps(doc))
+    doc["usage"] = {"totalCost": 0.25, "promptTokens": 300, "completionTokens": 30}
+    more, state = parse_file("continue", path, state, orjson.dumps(doc))
+    usage = [(e.key, e.revision, e.data["input_tokens"], e.data["cost"], e.data["aggregate"])
+             for e in events_of(records + more) if e.kind == USAGE]
+    assert usage == [("continue:s1:usage", 0, 100, 0.1, True), ("continue:s1:usage", 1, 300, 0.25, True)]
+
+
 # --------------------------------------------------------------------------- facts, times
 
 
@@ -298,6 +320,16 @@ def vars_of(f: SessionFacts) -> dict[str, Any]:
     return {name: getattr(f, name) for name in f.__slots__ if name not in ("weak",)}
 
 
+def test_continue_index_titles_and_dates() -> None:
+    index = FIXTURES / ".continue" / "sessions" / "sessions.json"
+    facts = [r for r in parse_file("continue", index)[0] if isinstance(r, SessionFacts)]
+    assert [(f.native_id, f.title, f.started_at, f.cwd) for f in facts] == [
+        ("7c0a5e11-0000-4000-8000-00000000c001", "Rename getUser", "2026-02-02T02:48:20.000Z",
+         "/home/dev/api"),
+        ("7c0a5e11-0000-4000-8000-00000000c002", None, "2026-02-02T02:50:00.000Z", "/home/dev/api"),
+    ]
+
+
 def test_what_the_model_saw_reaches_the_secret_scan() -> None:
     """Contents (never stored) ride on the events the scan stage reads: a file read's
     result, a command's output, a written file, an @-mentioned file."""
@@ -313,6 +345,8 @@ def test_what_the_model_saw_reaches_the_secret_scan() -> None:
                   "prompt/file", "tool_call/new_text"},
         "roo-code": {"tool_result/output", "tool_call/diff"},
         "kilo-code": {"tool_result/output"},
+        "continue": {"prompt/context", "tool_result/output", "tool_call/new_string",
+                     "tool_call/contents"},
     }
 
 
@@ -478,8 +512,15 @@ def test_any_cursor_text_parses(text: str) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(_json, max_size=6))
-def test_mutated_sdk_documents_never_crash(history: list[Any]) -> None:
+@given(st.lists(_json, max_size=6), st.one_of(_json, st.just(None)))
+def test_mutated_continue_and_sdk_documents_never_crash(history: list[Any], usage: Any) -> None:
+    doc = {"sessionId": "s", "title": "t", "workspaceDirectory": "file:///w", "history":
+           [{"message": h} if isinstance(h, dict) else h for h in history], "usage": usage}
+    adapter: Any = ADAPTERS["continue"]
+    state = adapter.initial_state("/h/.continue/sessions/s.json")
+    records = adapter.parse_document(doc, "/h/.continue/sessions/s.json", state)
+    assert all(e.kind in (MESSAGE, PROMPT, TOOL_CALL, TOOL_RESULT, USAGE, ERROR, COMPACTION,
+                          "reasoning", "turn_start", "turn_end") for e in events_of(records))
     sdk: Any = ADAPTERS["cline"]
     path = "/h/.cline/data/sessions/s/s.messages.json"
     state = sdk.initial_state(path)
@@ -493,7 +534,8 @@ def test_mutated_sdk_documents_never_crash(history: list[Any]) -> None:
 
 def test_titles_follow_the_injected_context_rule() -> None:
     """Each corpus session's title from its prompts is the first text a person typed
-    (tests/raw_texts.py's raw user-role texts through the rule), never injected context."""
+    (tests/raw_texts.py's raw user-role texts through the rule), never injected context;
+    the agent's own title (Continue's) is kept beside it, as the stronger fact."""
     from agentsrc_daemon.adapters.injected import first_person_text, is_injected, title_from
 
     from raw_texts import sessions
@@ -512,7 +554,7 @@ def test_titles_follow_the_injected_context_rule() -> None:
         assert from_prompts == [title_from(typed, 120)], key
         assert not any(is_injected(t) for t in from_prompts)
         checked += 1
-    assert checked == 5
+    assert checked == 6
 
 
 # --------------------------------------------------------------------------- fidelity
@@ -525,7 +567,7 @@ def _tally(home: Path) -> dict[tuple[str, str, str], list[int]]:
     from agentsrc_daemon.ingest.round import Ingestor
     from agentsrc_daemon.store import Batch
 
-    agents = ("cursor", "cline", "roo-code", "kilo-code")
+    agents = ("cursor", "cline", "roo-code", "kilo-code", "continue")
     roots = {name: root for name, root in load_config(env={"HOME": str(home)}).roots().items()
              if root.is_dir() and name.split("@")[0] in agents}
     ingestor = Ingestor(max_line_bytes=1 << 24)
@@ -546,6 +588,8 @@ def _records_on_disk(home: Path) -> dict[str, int]:
             n = sum(1 for raw in path.read_bytes().splitlines() if raw.lstrip().startswith(b"{")) \
                 if path.suffix == ".jsonl" else 1
             out[agent] = out.get(agent, 0) + n
+    if (home / ".continue" / "sessions" / "sessions.json").is_file():
+        out["continue"] = out.get("continue", 0) + 1  # the index
     return out
 
 
@@ -556,6 +600,7 @@ def test_the_fidelity_tally_names_every_record() -> None:
     corpus = _tally(corpus_home())
     assert corpus == {
         ("cline", "unknown", "ui_messages"): [1, 0, 0, 0],
+        ("continue", "unknown", "session"): [1, 0, 0, 0],
         ("cursor", "unknown", "role/assistant"): [102, 0, 0, 0],
         ("cursor", "unknown", "role/user"): [5, 0, 0, 0],  # 4 prompts' lines and a brief
         ("cursor", "unknown", "text"): [1, 0, 0, 0],
@@ -569,6 +614,8 @@ def test_the_fidelity_tally_names_every_record() -> None:
         ("cline", "unknown", "session/messages"): [2, 0, 0, 0],
         ("cline", "unknown", "task_metadata"): [0, 0, 1, 0],
         ("cline", "unknown", "ui_messages"): [0, 0, 0, 1],  # say/a_new_kind_of_row
+        ("continue", "unknown", "index"): [0, 0, 1, 0],
+        ("continue", "unknown", "session"): [2, 0, 0, 0],
         ("cursor", "unknown", "role/assistant"): [5, 0, 0, 0],
         ("cursor", "unknown", "role/system"): [0, 0, 0, 1],
         ("cursor", "unknown", "role/user"): [2, 0, 0, 1],  # the image block

@@ -1,8 +1,8 @@
-"""Cursor and Cline (Roo Code, Kilo Code) end to end, through a real daemon:
+"""Cursor, Cline (Roo Code, Kilo Code) and Continue end to end, through a real daemon:
 exactly-once across kill -9 in the middle of a backfill of each (the events and the
 sessions' counters equal an uninterrupted run's), and live changes (an append to a
-Cursor transcript whose last line has no newline, a text transcript and a task
-document rewritten whole, a task folder under an editor root that did not exist
+Cursor transcript whose last line has no newline, a text transcript and task and
+session documents rewritten whole, a task folder under an editor root that did not exist
 when the daemon started, a chat database renamed) arriving on subscribe.
 
 The transcripts are made up here, in the shapes docs/formats.md describes; the corpus is
@@ -92,6 +92,34 @@ def cline_task(home: Path, task: str, turns: int, ext: str = "saoudrizwan.claude
     return path
 
 
+def continue_doc(sid: str, turns: int) -> bytes:
+    history = []
+    for t in range(turns):
+        history.append({"message": {"role": "user", "id": f"{sid}-u{t}",
+                                    "content": [{"type": "text", "text": f"continue ask {t}"}]},
+                        "contextItems": []})
+        call = f"call-{sid[:6]}-{t}"
+        history.append({
+            "message": {"role": "assistant", "id": f"{sid}-a{t}", "content": f"reply {t}",
+                        "toolCalls": [{"id": call, "type": "function", "function": {
+                            "name": "run_terminal_command", "arguments": "{}"}}],
+                        "usage": {"promptTokens": 50, "completionTokens": 5}},
+            "contextItems": [],
+            "toolCallStates": [{"toolCallId": call, "status": "done", "parsedArgs": {
+                "command": f"ls d{t}"}, "output": [{"name": "Terminal", "content": "a",
+                                                     "status": "Command completed"}]}]})
+    return orjson.dumps({"sessionId": sid, "title": "New Session",
+                         "workspaceDirectory": "file:///home/dev/demo", "history": history})
+
+
+def continue_session(home: Path, sid: str, turns: int) -> Path:
+    d = home / ".continue" / "sessions"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{sid}.json"
+    path.write_bytes(continue_doc(sid, turns))
+    return path
+
+
 def chat_db(home: Path, agent_id: str, name: str) -> Path:
     path = home / ".cursor" / "chats" / ("c" * 32) / agent_id / "store.db"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -124,9 +152,14 @@ def _cline_home(home: Path) -> None:
         cline_task(home, f"{n:08x}-0000-7000-8000-0000000000e0", 6, "rooveterinaryinc.roo-cline")
 
 
+def _continue_home(home: Path) -> None:
+    for n in range(150):
+        continue_session(home, f"{n:08x}-0000-4000-8000-00000000c0c0", 15)
+
+
 @pytest.mark.parametrize(
     "make, agents",
-    [(_cursor_home, {"cursor"}), (_cline_home, {"cline", "roo-code"})],
+    [(_cursor_home, {"cursor"}), (_cline_home, {"cline", "roo-code"}), (_continue_home, {"continue"})],
 )
 def test_kill9_mid_backfill_gives_exact_events(
     tmp_path: Path, daemon_factory: DaemonFactory, make: Any, agents: set[str]
@@ -191,11 +224,12 @@ def test_live_changes_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None
     jsonl = cursor_jsonl(home, conv, 1)
     text = cursor_text(home, "0000c0de-0000-4000-8000-000000000002", 1)
     task = cline_task(home, str(T0), 1)
+    cont = continue_session(home, "0000c0de-0000-4000-8000-000000000003", 1)
     db = chat_db(home, conv, "first name")
     d.start()
     d.wait_live()
     before = d.call("status")["events"]
-    t, received = _subscribe(d, until=4)
+    t, received = _subscribe(d, until=5)
     # Cursor JSONL: the next line, its newline written first (the last line again has none).
     with jsonl.open("ab") as fh:
         fh.write(b"\n" + orjson.dumps({"role": "user", "message": {"content": [
@@ -204,13 +238,16 @@ def test_live_changes_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None
     text.write_text(text.read_text() + "\nuser:\n<user_query>\nlive text\n</user_query>\n")
     # Cline: the task document rewritten whole with a second turn.
     task.write_bytes(orjson.dumps(cline_rows(2)))
+    # Continue: the session document rewritten whole with a second turn.
+    cont.write_bytes(continue_doc("0000c0de-0000-4000-8000-000000000003", 2))
     # Roo Code: its tasks folder did not exist when the daemon started.
     cline_task(home, "0000feed-0000-7000-8000-000000000004", 1, "rooveterinaryinc.roo-cline")
     t.join(30)
     prompts = sorted((e["adapter"], e.get("text", e.get("data", {}).get("text")))
                      for e in received if e["kind"] == "prompt")
-    assert prompts == [("cline", "cline prompt 1"), ("cursor", "live cursor"),
-                       ("cursor", "live text"), ("roo-code", "cline prompt 0")]
+    assert prompts == [("cline", "cline prompt 1"), ("continue", "continue ask 1"),
+                       ("cursor", "live cursor"), ("cursor", "live text"),
+                       ("roo-code", "cline prompt 0")]
     keys = [e["id"] for e in received]
     assert len(keys) == len(set(keys))  # nothing re-emitted from what was stored before
     wait_for(lambda: d.call("status")["events"] >= before + len(received), timeout=10)
@@ -233,3 +270,5 @@ def test_live_changes_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None
     roo = str(home / EDITOR_TASKS.format(ext="rooveterinaryinc.roo-cline"))[: -len("/tasks")]
     assert by_path[roo] == ("roo-code@Code-2", "inotify")  # watched once it appeared
     assert roots["kilo-code@Code-2"]["watch"] == "missing"
+    assert (roots["continue"]["path"], roots["continue"]["watch"]) == (
+        str(home / ".continue"), "inotify")

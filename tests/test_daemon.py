@@ -42,6 +42,7 @@ def _agent_of(path: str, home: Path) -> str:
         ("muse", "agents"),
         ("cursor", ".cursor"),
         ("cline", ".cline"),
+        ("continue", ".continue"),
     ):
         if path.startswith(f"{home}/{root}/"):
             return agent
@@ -75,6 +76,7 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "cline": 1,
         "roo-code": 0,
         "kilo-code": 0,
+        "continue": 1,
     }
     for s in srcs:
         if s["mode"] != "sqlite":
@@ -98,16 +100,18 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # whose original is not in the corpus) and a40d33bf, known through its sub-agent.
     assert by_agent["claude-code"] == 8
     # Cursor: four conversations (the fifth transcript is a sub-agent's).
-    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode", "cursor", "cline")} == {
+    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode", "cursor", "cline",
+                                     "continue")} == {
         "gemini": 10,
         "copilot": 6,
         "opencode": 6,
         "cursor": 4,
         "cline": 1,
+        "continue": 1,
     }
     counts: Counter[str] = Counter()
     for sess in sessions:
-        if sess["agent"] not in ("gemini", "copilot", "opencode", "cursor", "cline"):
+        if sess["agent"] not in ("gemini", "copilot", "opencode", "cursor", "cline", "continue"):
             continue
         for kind in ("prompt", "tool_call"):
             got = d.call("events.list", {"session_id": sess["id"], "kind": kind, "limit": 10000})
@@ -125,6 +129,8 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "cursor/tool_call": 243,
         "cline/prompt": 15,
         "cline/tool_call": 15,
+        "continue/prompt": 2,
+        "continue/tool_call": 20,
     }
     assert st["events"] > 5_000
     assert st["pending_bytes"] == 0 and st["state"] == "live"

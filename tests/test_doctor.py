@@ -113,7 +113,7 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     muse = home / "agents"
     gemini, copilot = home / ".gemini", home / ".copilot"
     opencode = home / ".local" / "share" / "opencode"
-    cursor, cline = home / ".cursor", home / ".cline" / "data"
+    cursor, cline, cont = home / ".cursor", home / ".cline" / "data", home / ".continue"
     editor = home / ".config" / "Code" / "User"
     for d in (
         codex / "sessions" / "2025" / "11" / "29",
@@ -124,6 +124,7 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         opencode,
         cursor / "projects" / "work-app" / "agent-transcripts",
         cline / "sessions",
+        cont / "sessions",
         editor / "globalStorage" / "saoudrizwan.claude-dev" / "tasks" / "1767000000000",
     ):
         d.mkdir(parents=True)
@@ -152,6 +153,7 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         opencode_root=opencode,
         cursor_root=cursor,
         cline_root=cline,
+        continue_root=cont,
         editor_dirs=(editor,),
         data_dir=data,
         socket_path=sock_path,
@@ -174,6 +176,7 @@ def test_all_good(setup: Setup) -> None:
         "root opencode",
         "root cursor",
         "root cline",
+        "root continue",
         "root editors",
         "data dir",
         "database",
@@ -193,8 +196,8 @@ def test_all_good(setup: Setup) -> None:
     by_name = {c.name: c for c in checks}
     # .codex, sessions, 2025, 11, 29 + projects, -work-app + agents, s1 + .gemini, tmp +
     # .copilot, session-state + opencode + Cursor's projects, work-app, agent-transcripts +
-    # Cline's sessions + Cline's tasks in Code and its one task
-    assert by_name["inotify"].detail == "20 directories to watch, max_user_watches is 65536"
+    # Cline's sessions + Continue's sessions + Cline's tasks in Code and its one task
+    assert by_name["inotify"].detail == "21 directories to watch, max_user_watches is 65536"
     assert by_name["root editors"].detail == (
         "1 editor user dirs looked at, 1 present; task folders of cline@Code"
     )
@@ -334,7 +337,7 @@ def test_too_few_inotify_watches(setup: Setup) -> None:
     check = assert_fails(
         setup.checks(),
         "inotify",
-        "20 directories to watch, max_user_watches is 8: not enough watches",
+        "21 directories to watch, max_user_watches is 8: not enough watches",
         "echo fs.inotify.max_user_watches=524288 | sudo tee "
         "/etc/sysctl.d/60-agentsrc-inotify.conf && sudo sysctl --system",
     )
@@ -346,7 +349,7 @@ def test_inotify_over_half_used_is_a_warning(setup: Setup) -> None:
     checks = setup.checks()
     inotify = {c.name: c for c in checks}["inotify"]
     assert (inotify.ok, inotify.warning) == (True, True)
-    assert inotify.detail == "20 directories to watch, max_user_watches is 32: over half used"
+    assert inotify.detail == "21 directories to watch, max_user_watches is 32: over half used"
     assert doctor.exit_code(checks) == 0
 
 

@@ -18,11 +18,11 @@ def test_default_roots(tmp_path: Path) -> None:
     assert cfg.copilot_root == tmp_path / ".copilot"
     assert cfg.opencode_root == tmp_path / ".local" / "share" / "opencode"
     roots = list(cfg.roots())
-    assert roots[:8] == ["codex", "claude-code", "muse", "gemini", "copilot", "opencode",
-                         "cursor", "cline"]
+    assert roots[:9] == ["codex", "claude-code", "muse", "gemini", "copilot", "opencode",
+                         "cursor", "cline", "continue"]
     # The editors' extensions: three roots in each of the five editors' user dirs.
-    assert roots[8:11] == ["cline@Code", "roo-code@Code", "kilo-code@Code"]
-    assert len(roots) == 8 + 3 * 5
+    assert roots[9:12] == ["cline@Code", "roo-code@Code", "kilo-code@Code"]
+    assert len(roots) == 9 + 3 * 5
 
 
 def test_agents_own_variables(tmp_path: Path) -> None:

@@ -262,8 +262,8 @@ def test_a_schema_15_store_gets_integer_session_keys_in_chunks_through_kill_9(
     turn_rows = fresh_db.execute("SELECT * FROM turns ORDER BY session_id, turn_id").fetchall()
     assert len(copies) > 100 and len(turn_rows) > 100
     # The adapters of the corpus's transcripts: Codex, Claude Code, Gemini, Copilot,
-    # OpenCode, Cursor and Cline.
-    assert adapters == 7
+    # OpenCode, Cursor, Cline and Continue.
+    assert adapters == 8
     fresh_db.close()
 
     def keyed_up_to_the_mark(conn: apsw.Connection) -> None:

@@ -53,8 +53,8 @@ and ``row_reader`` below, never by an adapter's name:
 
 And two optional attributes:
 
-* ``times_from_file = True`` for an agent that writes no times at all (Cursor):
-  before each round ingest puts the file's modification time (ISO 8601 UTC)
+* ``times_from_file = True`` for an agent that writes no times at all (Cursor,
+  Continue): before each round ingest puts the file's modification time (ISO 8601 UTC)
   in the state under ``common.FILE_TIME``; the adapter times what it reads in that
   round by it, and says so in the session's facts.
 * ``final_lines = True`` for an agent whose JSONL writer puts each newline before the
@@ -80,7 +80,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
-from . import claude, cline, codex, copilot, cursor, gemini, muse, opencode
+from . import claude, cline, codex, continue_, copilot, cursor, gemini, muse, opencode
 from .common import FILE_TIME, FOLDER_CWD
 
 __all__ = ["ADAPTERS", "FILE_TIME", "FOLDER_CWD", "Adapter", "RecordKind", "final_lines", "folder_namer",
@@ -213,5 +213,6 @@ _ALL: tuple[Adapter, ...] = (
     opencode.ADAPTER,
     cursor.ADAPTER,
     *cline.ADAPTERS,
+    continue_.ADAPTER,
 )
 ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in _ALL}

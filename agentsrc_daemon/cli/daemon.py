@@ -44,6 +44,9 @@ def run(
     cline_root: Path | None = typer.Option(
         None, help="Cline data dir (default $CLINE_DATA_DIR, $CLINE_DIR/data or ~/.cline/data)."
     ),
+    continue_root: Path | None = typer.Option(
+        None, help="Continue home (default $CONTINUE_GLOBAL_DIR or ~/.continue)."
+    ),
     editors_root: str | None = typer.Option(
         None,
         help="Editor user dirs whose Cline, Roo Code and Kilo Code task folders are read,"
@@ -73,6 +76,7 @@ def run(
         "opencode_root": opencode_root,
         "cursor_root": cursor_root,
         "cline_root": cline_root,
+        "continue_root": continue_root,
         "editors_root": editors_root,
     }
     if log_format is not None:

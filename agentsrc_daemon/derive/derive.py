@@ -88,6 +88,7 @@ _SHELL_TOOLS_BY_ADAPTER = {
     "cline": {"execute_command": "command", "run_commands": "command"},
     "roo-code": {"execute_command": "command"},
     "kilo-code": {"execute_command": "command"},
+    "continue": {"run_terminal_command": "command"},
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
@@ -144,11 +145,20 @@ _CLINE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "fileDeleted": (("path",), EDIT, "delete"),
     "editor": (("path",), EDIT, OP_UPDATE),  # the SDK: creates the file when it is missing
 }
+# Continue's built-in tools (core/tools/builtIn.ts).
+_CONTINUE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "read_file": (("filepath",), READ, OP_READ),
+    "read_file_range": (("filepath",), READ, OP_READ),
+    "create_new_file": (("filepath",), EDIT, OP_WRITE),
+    "edit_existing_file": (("filepath",), EDIT, OP_UPDATE),
+    "single_find_and_replace": (("filepath",), EDIT, OP_UPDATE),
+    "multi_edit": (("filepath",), EDIT, OP_UPDATE),
+}
 _GLOB_CHARS = frozenset("*?[{")
 # Adapters whose shell tool runs the user's configured shell: on a Windows cwd that may
 # be PowerShell or cmd.exe, so a command string there is recorded but not parsed.
 _USER_SHELL_ADAPTERS = frozenset(
-    {"codex", "gemini", "opencode", "cursor", "cline", "roo-code", "kilo-code"}
+    {"codex", "gemini", "opencode", "cursor", "cline", "roo-code", "kilo-code", "continue"}
 )
 
 
@@ -270,6 +280,8 @@ def _derive_from_call(
         reads, edits = _cursor_tool(tool, inp, event.cwd)
     elif event.adapter in ("cline", "roo-code", "kilo-code"):
         reads, edits = _cline_tool(tool, inp, event.cwd)
+    elif event.adapter == "continue":
+        reads, edits = _file_tool(_CONTINUE_FILE_TOOLS, tool, inp, event.cwd)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None

@@ -8,7 +8,7 @@ A source is one of:
   per-file state kept across its versions (Codex legacy ``.json`` rollouts, Claude
   subagent ``.meta.json``, Muse ``sessions.json``, Gemini ``.json`` chats, Copilot
   ``history-session-state``, OpenCode's JSON tree, the task files of Cline, Roo Code and
-  Kilo Code, Cline's sessions); a text document (Cursor's ``.txt``
+  Kilo Code, Cline's sessions, Continue's sessions); a text document (Cursor's ``.txt``
   transcripts, ``text_document``) is handed to the adapter as text;
 * ``sqlite``: an OpenCode database read through ``ingest/opencode_db.py`` from a
   persisted keyset cursor, a Cursor CLI chat's ``store.db`` (its ``meta`` table)
@@ -92,6 +92,8 @@ _CURSOR_DB = re.compile(r"^chats/[0-9a-f]{32}/[^/]+/store\.db$")
 _CLINE_AGENTS = frozenset({"cline", "roo-code", "kilo-code"})
 _CLINE_TASK_DOC = re.compile(r"^tasks/[^/]+/(?:ui_messages|api_conversation_history|task_metadata)\.json$")
 _CLINE_SESSION_DOC = re.compile(r"^sessions/(?P<s>[^/]+)/(?:(?P=s)\.json|[^/]+\.messages\.json)$")
+# Continue, relative to ~/.continue: a document per session and the sessions.json index.
+_CONTINUE_DOC = re.compile(r"^sessions/[^/]+\.json$")
 
 # Directories never worth descending into, for the agents that have no rule of their own.
 _SKIP_DIRS = {"tool-results", "node_modules", ".git", "log", "cache", "tmp"}
@@ -113,6 +115,7 @@ _DESCEND: dict[str, re.Pattern[str]] = {
     "cline": re.compile(r"^(?:tasks|sessions)(?:/[^/]+)?$"),
     "roo-code": re.compile(r"^tasks(?:/[^/]+)?$"),
     "kilo-code": re.compile(r"^tasks(?:/[^/]+)?$"),
+    "continue": re.compile(r"^sessions$"),
 }
 
 
@@ -203,9 +206,10 @@ def _mode_for(adapter: str, rel: str) -> str | None:
             return DOCUMENT
         if _CURSOR_DB.match(rel):
             return SQLITE
-    elif adapter in _CLINE_AGENTS and (
-        _CLINE_TASK_DOC.match(rel) or (adapter == "cline" and _CLINE_SESSION_DOC.match(rel))
-    ):
+    elif adapter in _CLINE_AGENTS:
+        if _CLINE_TASK_DOC.match(rel) or (adapter == "cline" and _CLINE_SESSION_DOC.match(rel)):
+            return DOCUMENT
+    elif adapter == "continue" and _CONTINUE_DOC.match(rel):
         return DOCUMENT
     return None
 

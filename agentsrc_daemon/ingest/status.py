@@ -32,9 +32,9 @@ MIGRATING = -32001  # the error code of a query that came during a migration
 
 def root_watch(modes: dict[str, str], root: str) -> str | None:
     """How a root is watched: its own watch point's mode, else (a root whose
-    subdirectories alone are watched: Cursor's, Cline's, an editor extension's) its
-    subdirectories' (inotify or polling when one of them is, else missing). None until
-    the watcher has looked at it (during start-up)."""
+    subdirectories alone are watched: Cursor's, Cline's, an editor extension's,
+    Continue's) its subdirectories' (inotify or polling when one of them is, else
+    missing). None until the watcher has looked at it (during start-up)."""
     if root in modes:
         return modes[root]
     below = [mode for path, mode in modes.items() if path.startswith(root + "/")]
