@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import typer
 
+from ..events import AGENTS
 from ..rpc.client import Client
 from .output import EXIT_DROPPED, emit_json, fail, print_table, reporting_daemon_errors, short
 from .render import cost_text, local_time, sessions_lines, sessions_params
@@ -17,7 +18,7 @@ from .typer_app import app, call, get_config
 
 @app.command()
 def sessions(
-    agent: str | None = typer.Option(None, help="codex, claude-code, muse, gemini, copilot or opencode."),
+    agent: str | None = typer.Option(None, help=", ".join(AGENTS) + "."),
     project: str | None = typer.Option(None, "--project", help="Project root (or cwd)."),
     cwd: str | None = typer.Option(None, "--cwd", help="Started in this directory."),
     since: str | None = typer.Option(None, "--since", help="Active since: 7d, 12h or ISO."),

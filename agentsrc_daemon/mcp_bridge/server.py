@@ -25,6 +25,7 @@ from pydantic import ConfigDict, Field
 
 from .. import __version__
 from ..errors import ToolCallError
+from ..events import AGENTS
 from . import tools as T
 from .tools import UNTRUSTED, Bridge
 
@@ -49,7 +50,7 @@ SessionId = Annotated[str, Field(
 SessionFilter = Annotated[str | None, Field(
     min_length=1, description="Only this session (an id, native id or unique prefix).")]
 AgentFilter = Annotated[str | None, Field(
-    min_length=1, description="Only this agent's sessions: codex, claude-code, muse, gemini, copilot, opencode.")]
+    min_length=1, description="Only this agent's sessions: " + ", ".join(AGENTS) + ".")]
 
 
 def _limit(most: int, what: str) -> Any:
