@@ -632,3 +632,39 @@ def test_the_fidelity_tally_names_every_record() -> None:
             read[agent] = read.get(agent, 0) + sum(counts)
         assert read == _records_on_disk(home)
 
+
+# --------------------------------------------------------------------------- cost
+
+
+def test_the_agents_own_costs_are_shown_as_reported() -> None:
+    """Every usage event that carries the agent's cost is priced as ``reported`` at
+    exactly that cost (the raw records' sum, in nano-dollars), with our estimate beside
+    it where the model is known; Continue's requests without a cost are estimated."""
+    from agentsrc_daemon.pricing import export, table
+    from agentsrc_daemon.pricing.stage import PriceStage
+
+    stage = PriceStage(table.loads(export.bundled_table()))
+    got: dict[str, tuple[dict[str, int], int, bool]] = {}
+    for home in (corpus_home(), FIXTURES):
+        for key, (agent, files, raw) in units(home).items():
+            usage = [e for e in run(agent, files) if isinstance(e, Event) and e.kind == USAGE]
+            if not usage:
+                continue
+            rows = [stage.price(e.adapter, e.data, e.ts) for e in usage]
+            kinds: dict[str, int] = {}
+            for row in rows:
+                kinds[row[1]] = kinds.get(row[1], 0) + 1
+            shown = sum(row[0] or 0 for row in rows if row[1] == "reported")
+            assert shown == round(raw().cost * 1e9), key  # the agent's own figures
+            got[key] = (kinds, shown, all(row[2] is not None for row in rows))
+    assert got == {
+        # The estimates exist where a request names its model (Roo Code's and Kilo
+        # Code's rows name none: unpriced by us, reported by them).
+        "cline:1767644899093": ({"reported": 24}, 477_712_650, True),
+        "cline:1770000000000": ({"reported": 8}, 49_500_000, True),
+        "cline:1784094124598_rruoq": ({"reported": 3}, 47_800_000, True),
+        "roo-code:0195f0a2-1111-7000-8000-00000000a001": ({"reported": 4}, 45_300_000, False),
+        "kilo-code:0195f0a2-2222-7000-8000-00000000b002": ({"reported": 2}, 5_800_000, False),
+        "continue:7c0a5e11-0000-4000-8000-00000000c001.json": ({"estimated": 3}, 0, True),
+        "continue:7c0a5e11-0000-4000-8000-00000000c002.json": ({"reported": 1}, 12_300_000, False),
+    }
