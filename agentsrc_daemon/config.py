@@ -16,6 +16,13 @@ Example config file::
     qwen = "~/.qwen"
     amp = "~/.local/share/amp"
     pi = "~/.pi/agent"
+    cursor = "~/.cursor"
+    cline = "~/.cline/data"
+    continue = "~/.continue"
+    # The editors' user dirs whose extensions' task folders are read (Cline, Roo Code,
+    # Kilo Code): a list, or one path; $AGENTSRC_EDITORS_ROOT and --editors-root take
+    # paths separated by ':'.
+    editors = ["~/.config/Code/User", "~/.config/VSCodium/User"]
 
     [daemon]
     data_dir = "~/.local/share/agentsrc"
@@ -48,6 +55,7 @@ import os
 import re
 import socket
 import stat
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +85,9 @@ class RootSpec:
     # OpenCode's snapshot/ git stores and bin/): the root's own entries are watched,
     # and these recursively. None: the whole root, recursively.
     subdirs: tuple[str, ...] | None = None
+    # With subdirs, whether the root's own entries are watched too (False: nothing
+    # directly in the root is a source, only the subdirectories are watched).
+    watch_entries: bool = True
 
     @property
     def field(self) -> str:
@@ -147,6 +158,26 @@ def _pi_default(env: Mapping[str, str], home: Path) -> Path:
     return home / ".pi" / "agent"
 
 
+def _cursor_default(env: Mapping[str, str], home: Path) -> Path:
+    return home / ".cursor"  # Cursor has no variable that moves it
+
+
+def _cline_default(env: Mapping[str, str], home: Path) -> Path:
+    # The Cline CLI's (and, since its SDK, the extension's) data dir, as Cline resolves
+    # it: $CLINE_DATA_DIR, else $CLINE_DIR/data, else ~/.cline/data.
+    if env.get("CLINE_DATA_DIR", "").strip():
+        return _expand(env["CLINE_DATA_DIR"].strip(), home)
+    if env.get("CLINE_DIR", "").strip():
+        return _expand(env["CLINE_DIR"].strip(), home) / "data"
+    return home / ".cline" / "data"
+
+
+def _continue_default(env: Mapping[str, str], home: Path) -> Path:
+    if env.get("CONTINUE_GLOBAL_DIR"):
+        return _expand(env["CONTINUE_GLOBAL_DIR"], home)
+    return home / ".continue"
+
+
 # Every agent's root, in the order status and doctor list them. A new agent adds its
 # entry here and its field to Config (and its --<key>-root option to cli/daemon.py).
 ROOTS: tuple[RootSpec, ...] = (
@@ -162,7 +193,86 @@ ROOTS: tuple[RootSpec, ...] = (
     RootSpec("qwen", "qwen", _qwen_default, ("projects", "tmp")),
     RootSpec("amp", "amp", _amp_default, ("threads",)),
     RootSpec("pi", "pi", _pi_default, ("sessions",)),
+    # Cursor's agent transcripts (projects/<cwd>/agent-transcripts/) and the CLI's chat
+    # databases (chats/<md5 of cwd>/<agent id>/store.db).
+    RootSpec("cursor", "cursor", _cursor_default, ("projects", "chats"), watch_entries=False),
+    # Cline's data dir: sessions/ (the CLI, and the extension since its SDK) and tasks/
+    # (the CLI before it). The extension's task folders are editor roots (below).
+    RootSpec("cline", "cline", _cline_default, ("sessions", "tasks"), watch_entries=False),
+    RootSpec("continue", "continue", _continue_default, ("sessions",), watch_entries=False),
 )
+
+# Editor extensions that keep their tasks in the editor's storage, each under
+# <editor user dir>/globalStorage/<extension id>/tasks/<task id>/: (agent, extension id).
+# Every editor user dir (the ``editors`` setting) gives each of them a root named
+# ``<agent>@<editor>`` whose tasks/ folder alone is watched: an editor's globalStorage
+# holds every extension's files (Cline's own checkpoints are git repositories).
+EDITOR_EXTENSIONS: tuple[tuple[str, str], ...] = (
+    ("cline", "saoudrizwan.claude-dev"),
+    ("roo-code", "rooveterinaryinc.roo-cline"),
+    ("kilo-code", "kilocode.kilo-code"),
+)
+# VS Code and the editors built on it, by the name of their folder.
+EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+EDITORS_KEY = "editors"  # [roots] editors, $AGENTSRC_EDITORS_ROOT, --editors-root
+EDITORS_ENV = "AGENTSRC_EDITORS_ROOT"
+EDITORS_FIELD = "editors_root"  # its load_config keyword (--editors-root)
+EDITOR_TASKS = "tasks"
+ROOT_NAME_SEP = "@"  # an agent's further roots are named <agent>@<where>
+
+
+def root_agent(name: str) -> str:
+    """The agent (adapter) a root of ``Config.roots()`` is for: its name before "@"."""
+    return name.split(ROOT_NAME_SEP, 1)[0]
+
+
+def _editors_default(env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+    """The user dirs of the editors in EDITORS, where the editors put them: on macOS
+    ~/Library/Application Support/<editor>/User; elsewhere $XDG_CONFIG_HOME/<editor>/User
+    (Electron's appData) and ~/.config/<editor>/User (where they are when the variable
+    was set later, or only in the shell that runs agentsrc)."""
+    if sys.platform == "darwin":
+        bases = [home / "Library" / "Application Support"]
+    else:
+        bases = [home / ".config"]
+        xdg = env.get("XDG_CONFIG_HOME", "").strip()
+        if xdg and _expand(xdg, home) != bases[0]:
+            bases.insert(0, _expand(xdg, home))
+    return tuple(base / editor / "User" for base in bases for editor in EDITORS)
+
+
+def _editor_label(user_dir: Path) -> str:
+    """What an editor user dir is called in a root's name: its editor's folder name
+    (``Code`` for ~/.config/Code/User), else its own name."""
+    return user_dir.parent.name if user_dir.name == "User" and user_dir.parent.name else user_dir.name
+
+
+def editor_roots(user_dirs: tuple[Path, ...]) -> dict[str, Path]:
+    """Root name -> an extension's storage dir, for every editor user dir and extension
+    of EDITOR_EXTENSIONS. Names are unique: a label met twice (two editors' dirs named
+    alike) gets a number."""
+    roots: dict[str, Path] = {}
+    labels: dict[str, int] = {}
+    for user_dir in user_dirs:
+        label = _editor_label(user_dir)
+        labels[label] = labels.get(label, 0) + 1
+        if labels[label] > 1:
+            label = f"{label}-{labels[label]}"
+        for agent, extension in EDITOR_EXTENSIONS:
+            roots[f"{agent}{ROOT_NAME_SEP}{label}"] = user_dir / "globalStorage" / extension
+    return roots
+
+
+def _paths(value: Any, home: Path) -> tuple[Path, ...]:
+    """A list of paths from the config file (a list, or one string) or a variable
+    (paths separated by ':')."""
+    items = value if isinstance(value, list | tuple) else str(value).split(":")
+    out: list[Path] = []
+    for item in items:
+        text = str(item).strip()
+        if text and _expand(text, home) not in out:
+            out.append(_expand(text, home))
+    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -309,6 +419,20 @@ def cli_fast_path(env: Mapping[str, str] | None = None) -> bool:
     return (environment() if env is None else env).get("AGENTSRC_CLI_FAST") != "0"
 
 
+def _editor_dirs(
+    flag: str | Path | None, env: Mapping[str, str], key: Any, home: Path
+) -> tuple[Path, ...]:
+    """The editors' user dirs: the flag, else $AGENTSRC_EDITORS_ROOT, else [roots]
+    editors, else every editor's default place."""
+    if flag is not None:
+        return _paths(flag, home)
+    if env.get(EDITORS_ENV, "").strip():
+        return _paths(env[EDITORS_ENV], home)
+    if key:
+        return _paths(key, home)
+    return _editors_default(env, home)
+
+
 @dataclass(slots=True)
 class Config:
     home: Path
@@ -323,6 +447,12 @@ class Config:
     pi_root: Path  # Pi's agent dir
     data_dir: Path
     socket_path: Path
+    cursor_root: Path = Path("~/.cursor")
+    cline_root: Path = Path("~/.cline/data")
+    continue_root: Path = Path("~/.continue")
+    # The editors' user dirs (EDITORS_KEY): each extension of EDITOR_EXTENSIONS has a
+    # root in each.
+    editor_dirs: tuple[Path, ...] = ()
     # $OPENCODE_DB when it names a file (absolute, or relative to the OpenCode root);
     # None: the root's own opencode*.db files.
     opencode_db: Path | None = None
@@ -347,12 +477,16 @@ class Config:
         return self.data_dir / "agentsrc.lock"
 
     def roots(self) -> dict[str, Path]:
-        """Adapter name -> root directory, in ROOTS' order."""
-        return {spec.agent: getattr(self, spec.field) for spec in ROOTS}
+        """Root name -> root directory: each agent's root under its name, in ROOTS'
+        order, then the editor extensions' roots (``<agent>@<editor>``: ``root_agent``
+        gives the agent of a name)."""
+        roots = {spec.agent: getattr(self, spec.field) for spec in ROOTS}
+        roots.update(editor_roots(self.editor_dirs))
+        return roots
 
     # What a reload cannot change: the daemon says a restart is needed for them.
     RESTART_FIELDS = ("data_dir", "socket_path", *(spec.field for spec in ROOTS), "opencode_db",
-                      "sink")
+                      "editor_dirs", "sink")
 
     def reload_from(self, new: Config) -> list[str]:
         """SIGHUP: take what a reload applies from ``new`` (the reconcile interval, the
@@ -384,8 +518,13 @@ class Config:
             if subdirs is None:
                 points.append(WatchPoint(agent, root))
                 continue
-            points.append(WatchPoint(agent, root, recursive=False))
+            if spec.watch_entries:
+                points.append(WatchPoint(agent, root, recursive=False))
             points += [WatchPoint(agent, root / sub) for sub in subdirs]
+        # An extension's tasks/ folder alone (one watch, plus one per task folder).
+        points += [
+            WatchPoint(name, root / EDITOR_TASKS) for name, root in editor_roots(self.editor_dirs).items()
+        ]
         if self.opencode_db is not None:
             parent = self.opencode_db.parent
             if not any(p.path == parent for p in points):
@@ -542,8 +681,9 @@ def load_config(
     **root_flags: str | Path | None,
 ) -> Config:
     """Resolve the configuration. Keyword arguments are command-line flags (None: unset);
-    ``<key>_root`` for an agent's root (ROOTS)."""
-    unknown = set(root_flags) - {spec.field for spec in ROOTS}
+    ``<key>_root`` for an agent's root (ROOTS), ``editors_root`` for the editors' user
+    dirs (a path, or paths separated by ':')."""
+    unknown = set(root_flags) - {spec.field for spec in ROOTS} - {EDITORS_FIELD}
     if unknown:
         raise TypeError(f"load_config() got unexpected keyword arguments {sorted(unknown)}")
     env = environment() if env is None else env
@@ -568,6 +708,7 @@ def load_config(
                          spec.default(env, home))
         for spec in ROOTS
     }
+    editor_dirs = _editor_dirs(root_flags.get(EDITORS_FIELD), env, roots.get(EDITORS_KEY), home)
     data_default = _xdg_data(env, home) / "agentsrc"
     data = pick(data_dir, "AGENTSRC_DATA_DIR", daemon.get("data_dir"), data_default)
     runtime = runtime_dir(env)
@@ -577,6 +718,7 @@ def load_config(
     cfg = Config(
         home=home,
         **root_paths,  # type: ignore[arg-type]
+        editor_dirs=editor_dirs,
         opencode_db=_opencode_db(env, root_paths["opencode_root"], home),
         data_dir=data,
         socket_path=sock,

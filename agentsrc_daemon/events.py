@@ -20,7 +20,22 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-AGENTS = ("codex", "claude-code", "muse", "gemini", "copilot", "opencode", "qwen", "amp", "pi")
+AGENTS = (
+    "codex",
+    "claude-code",
+    "muse",
+    "gemini",
+    "copilot",
+    "opencode",
+    "qwen",
+    "amp",
+    "pi",
+    "cursor",
+    "cline",
+    "roo-code",
+    "kilo-code",
+    "continue",
+)
 
 # Event kinds. Strings, not an enum, because they travel as-is through SQLite and JSON.
 PROMPT = "prompt"  # a user prompt: text stored (redacted by the scanner)

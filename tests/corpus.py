@@ -20,9 +20,6 @@ import pytest
 # that today's adapters do not read in full, each with the work that reads them.
 NOT_YET_READ: dict[str, str] = {
     # Agents agentsrc has no adapter for yet (no root watches these folders).
-    ".cursor/": "issue 29: Cursor",
-    ".config/Code/": "issue 29: Cline",
-    ".continue/": "issue 29: Continue",
     "code/": "issue 30: Aider and Crush",
 }
 
@@ -96,4 +93,18 @@ def source_files(home: Path) -> dict[str, list[str]]:
         "qwen": files(home / ".qwen", lambda p: "/chats/" in str(p) and is_json(p)),
         "amp": files(home / ".local" / "share" / "amp" / "threads", is_json),
         "pi": files(home / ".pi" / "agent" / "sessions", is_json),
+        # Transcripts (.jsonl, .txt) under projects/, the CLI's chat databases.
+        "cursor": files(home / ".cursor", lambda p: (
+            "/agent-transcripts/" in str(p) and p.suffix in (".jsonl", ".txt")
+        ) or p.name == "store.db"),
+        # The task folders' three documents in the editors' storage; Cline's sessions.
+        **{
+            agent: files(home / ".config", lambda p, ext=ext: f"/globalStorage/{ext}/tasks/" in str(p)
+                         and p.suffix == ".json")
+            + (files(home / ".cline" / "data", is_json) if agent == "cline" else [])
+            for agent, ext in (("cline", "saoudrizwan.claude-dev"),
+                               ("roo-code", "rooveterinaryinc.roo-cline"),
+                               ("kilo-code", "kilocode.kilo-code"))
+        },
+        "continue": files(home / ".continue" / "sessions", is_json),
     }

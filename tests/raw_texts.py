@@ -162,8 +162,14 @@ def cursor(path: Path) -> list[str]:
 
 
 def cline(path: Path) -> list[str]:
+    """The task and the person's feedback (Cline said "text" for the task, the first row,
+    until 2026; Roo Code and Kilo Code still do)."""
     rows = json.loads(path.read_bytes())
-    return [r.get("text") or "" for r in rows if r.get("say") in ("task", "user_feedback")]
+    return [
+        r.get("text") or ""
+        for i, r in enumerate(rows)
+        if r.get("say") in ("task", "user_feedback") or (i == 0 and r.get("say") == "text")
+    ]
 
 
 def amp(path: Path) -> list[str]:

@@ -94,10 +94,11 @@ def test_each_usage_event_is_stored_with_the_cost_its_stage_gave(corpus_store: B
         (fp,) = conn.execute("SELECT fingerprint FROM usage_pricing").fetchone()
     finally:
         conn.close()
-    # OpenCode's 70 steps and the Amp thread's 6 requests report their cost; the 0.34
-    # Codex rollout has no model.
+    # OpenCode's 70 steps, the Amp thread's 6 requests and the Cline task's 24 billed
+    # requests (tests/test_agents_a.py) report their cost; the 0.34 Codex rollout has no
+    # model.
     assert set(kinds) == {"estimated", "reported", "unpriced"} and sum(kinds.values()) == usage
-    assert kinds["reported"] == 70 + 6
+    assert kinds["reported"] == 70 + 6 + 24
     assert fp == PRICES.fingerprint
 
 

@@ -43,8 +43,15 @@ def _agent_of(path: str, home: Path) -> str:
         ("qwen", ".qwen"),
         ("amp", ".local/share/amp"),
         ("pi", ".pi/agent"),
+        ("cursor", ".cursor"),
+        ("cline", ".cline"),
+        ("continue", ".continue"),
     ):
         if path.startswith(f"{home}/{root}/"):
+            return agent
+    for agent, ext in (("cline", "saoudrizwan.claude-dev"), ("roo-code", "rooveterinaryinc.roo-cline"),
+                       ("kilo-code", "kilocode.kilo-code")):
+        if f"/globalStorage/{ext}/tasks/" in path:
             return agent
     return "?"
 
@@ -71,6 +78,11 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "qwen": 1,
         "amp": 1,
         "pi": 0,
+        "cursor": 5,
+        "cline": 1,
+        "roo-code": 0,
+        "kilo-code": 0,
+        "continue": 1,
     }
     for s in srcs:
         if s["mode"] != "sqlite":
@@ -93,16 +105,21 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # summary-only file has no session of its own; plus 5078d34e (a background copy
     # whose original is not in the corpus) and a40d33bf, known through its sub-agent.
     assert by_agent["claude-code"] == 8
-    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode", "qwen", "amp")} == {
+    # Cursor: four conversations (the fifth transcript is a sub-agent's).
+    others = ("gemini", "copilot", "opencode", "qwen", "amp", "cursor", "cline", "continue")
+    assert {a: by_agent[a] for a in others} == {
         "gemini": 10,
         "copilot": 6,
         "opencode": 6,
         "qwen": 1,
         "amp": 1,
+        "cursor": 4,
+        "cline": 1,
+        "continue": 1,
     }
     counts: Counter[str] = Counter()
     for sess in sessions:
-        if sess["agent"] not in ("gemini", "copilot", "opencode", "qwen", "amp"):
+        if sess["agent"] not in others:
             continue
         for kind in ("prompt", "tool_call"):
             got = d.call("events.list", {"session_id": sess["id"], "kind": kind, "limit": 10000})
@@ -119,6 +136,13 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "qwen/tool_call": 115,
         "amp/prompt": 3,
         "amp/tool_call": 2,
+        # tests/test_agents_a.py counts them exactly, file by file.
+        "cursor/prompt": 34 + 1,  # and the sub-agent's brief
+        "cursor/tool_call": 243,
+        "cline/prompt": 15,
+        "cline/tool_call": 15,
+        "continue/prompt": 2,
+        "continue/tool_call": 20,
     }
     assert st["events"] > 5_000
     assert st["pending_bytes"] == 0 and st["state"] == "live"

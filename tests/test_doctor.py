@@ -114,6 +114,8 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     gemini, copilot = home / ".gemini", home / ".copilot"
     opencode = home / ".local" / "share" / "opencode"
     qwen, amp, pi = home / ".qwen", home / ".local" / "share" / "amp", home / ".pi" / "agent"
+    cursor, cline, cont = home / ".cursor", home / ".cline" / "data", home / ".continue"
+    editor = home / ".config" / "Code" / "User"
     for d in (
         codex / "sessions" / "2025" / "11" / "29",
         claude / "-work-app",
@@ -124,6 +126,10 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         qwen / "projects",
         amp / "threads",
         pi / "sessions",
+        cursor / "projects" / "work-app" / "agent-transcripts",
+        cline / "sessions",
+        cont / "sessions",
+        editor / "globalStorage" / "saoudrizwan.claude-dev" / "tasks" / "1767000000000",
     ):
         d.mkdir(parents=True)
     data = home / ".local" / "share" / "agentsrc"
@@ -152,6 +158,10 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         qwen_root=qwen,
         amp_root=amp,
         pi_root=pi,
+        cursor_root=cursor,
+        cline_root=cline,
+        continue_root=cont,
+        editor_dirs=(editor,),
         data_dir=data,
         socket_path=sock_path,
     )
@@ -174,6 +184,10 @@ def test_all_good(setup: Setup) -> None:
         "root qwen",
         "root amp",
         "root pi",
+        "root cursor",
+        "root cline",
+        "root continue",
+        "root editors",
         "data dir",
         "database",
         "socket",
@@ -190,9 +204,15 @@ def test_all_good(setup: Setup) -> None:
     assert [c for c in checks if not c.ok or c.warning] == []
     assert doctor.exit_code(checks) == 0
     by_name = {c.name: c for c in checks}
-    # .codex, sessions, 2025, 11, 29 + projects, -work-app + agents, s1 ... + each of
-    # Qwen Code's, Amp's and Pi's roots and the one subdirectory of each that exists
-    assert by_name["inotify"].detail == "20 directories to watch, max_user_watches is 65536"
+    # .codex, sessions, 2025, 11, 29 + projects, -work-app + agents, s1 + .gemini, tmp +
+    # .copilot, session-state + opencode + each of Qwen Code's, Amp's and Pi's roots and
+    # the one subdirectory of each that exists + Cursor's projects, work-app,
+    # agent-transcripts + Cline's sessions + Continue's sessions + Cline's tasks in Code
+    # and its one task
+    assert by_name["inotify"].detail == "27 directories to watch, max_user_watches is 65536"
+    assert by_name["root editors"].detail == (
+        "1 editor user dirs looked at, 1 present; task folders of cline@Code"
+    )
     assert by_name["database"].detail == f"database {setup.cfg.db_path} is 0600"
     assert by_name["integrity"].detail == "PRAGMA quick_check: ok"
     db_size = setup.cfg.db_path.stat().st_size
@@ -329,7 +349,7 @@ def test_too_few_inotify_watches(setup: Setup) -> None:
     check = assert_fails(
         setup.checks(),
         "inotify",
-        "20 directories to watch, max_user_watches is 8: not enough watches",
+        "27 directories to watch, max_user_watches is 8: not enough watches",
         "echo fs.inotify.max_user_watches=524288 | sudo tee "
         "/etc/sysctl.d/60-agentsrc-inotify.conf && sudo sysctl --system",
     )
@@ -341,7 +361,7 @@ def test_inotify_over_half_used_is_a_warning(setup: Setup) -> None:
     checks = setup.checks()
     inotify = {c.name: c for c in checks}["inotify"]
     assert (inotify.ok, inotify.warning) == (True, True)
-    assert inotify.detail == "20 directories to watch, max_user_watches is 32: over half used"
+    assert inotify.detail == "27 directories to watch, max_user_watches is 32: over half used"
     assert doctor.exit_code(checks) == 0
 
 
@@ -379,7 +399,7 @@ def test_a_missing_root_is_a_warning(setup: Setup) -> None:
 
 def test_no_root_at_all_is_a_failure(setup: Setup) -> None:
     for root in setup.cfg.roots().values():
-        shutil.rmtree(root)
+        shutil.rmtree(root, ignore_errors=True)
     assert_fails(
         setup.checks(),
         "roots",

@@ -195,7 +195,7 @@ def test_side_readers_are_optional_methods_of_the_adapter_protocol() -> None:
     from agentsrc_daemon.adapters import row_reader, sidecar_reader
 
     assert sorted(n for n, a in ADAPTERS.items() if sidecar_reader(a)) == ["copilot", "gemini"]
-    assert sorted(n for n, a in ADAPTERS.items() if row_reader(a)) == ["opencode"]
+    assert sorted(n for n, a in ADAPTERS.items() if row_reader(a)) == ["cursor", "opencode"]
     ingest = Path(__file__).parents[1] / "agentsrc_daemon" / "ingest"
     from_adapters: set[str] = set()
     for module in sorted(ingest.glob("*.py")):
@@ -211,6 +211,8 @@ def test_side_readers_are_optional_methods_of_the_adapter_protocol() -> None:
     assert from_adapters == {
         "adapters.ADAPTERS", "adapters.Adapter", "adapters.record_kind", "adapters.row_reader",
         "adapters.sidecar_reader",
+        "adapters.text_reader", "adapters.folder_namer", "adapters.times_from_file",
+        "adapters.final_lines", "adapters.FILE_TIME", "adapters.FOLDER_CWD",
     }
 
 

@@ -17,9 +17,12 @@ def test_default_roots(tmp_path: Path) -> None:
     assert cfg.gemini_root == tmp_path / ".gemini"
     assert cfg.copilot_root == tmp_path / ".copilot"
     assert cfg.opencode_root == tmp_path / ".local" / "share" / "opencode"
-    assert list(cfg.roots()) == [
-        "codex", "claude-code", "muse", "gemini", "copilot", "opencode", "qwen", "amp", "pi"
-    ]
+    roots = list(cfg.roots())
+    assert roots[:12] == ["codex", "claude-code", "muse", "gemini", "copilot", "opencode",
+                          "qwen", "amp", "pi", "cursor", "cline", "continue"]
+    # The editors' extensions: three roots in each of the five editors' user dirs.
+    assert roots[12:15] == ["cline@Code", "roo-code@Code", "kilo-code@Code"]
+    assert len(roots) == 12 + 3 * 5
 
 
 def test_agents_own_variables(tmp_path: Path) -> None:

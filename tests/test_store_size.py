@@ -261,7 +261,9 @@ def test_a_schema_15_store_gets_integer_session_keys_in_chunks_through_kill_9(
     ).fetchall()
     turn_rows = fresh_db.execute("SELECT * FROM turns ORDER BY session_id, turn_id").fetchall()
     assert len(copies) > 100 and len(turn_rows) > 100
-    assert adapters == 7  # the corpus's: Codex, Claude Code, Gemini, Copilot, OpenCode, Qwen Code, Amp
+    # The adapters of the corpus's transcripts: Codex, Claude Code, Gemini, Copilot,
+    # OpenCode, Qwen Code, Amp, Cursor, Cline and Continue.
+    assert adapters == 10
     fresh_db.close()
 
     def keyed_up_to_the_mark(conn: apsw.Connection) -> None:

@@ -359,3 +359,32 @@ def test_big_line_can_be_deferred_without_consuming_it(tmp_path: Path) -> None:
     got.clear()
     lines, _ = read_all(p, c, max_line=64 << 20)
     assert [(ln.offset, list(ln.obj)) for ln in lines] == [(len(first), ["big"]), (len(first) + len(big), ["after"])]
+
+
+def test_a_last_line_without_its_newline_is_taken_when_whole(tmp_path: Path) -> None:
+    """Cursor writes each newline before the next line (``final_line``): its last line
+    is taken at EOF once it decodes whole; a line cut short waits, uncounted; the blank
+    line the next append starts with is no line and no skip."""
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(b'{"a":1}\n{"b":2}')
+    c = Cursor(str(p), "cursor", "jsonl")
+
+    def read() -> list[tuple[int, object]]:
+        got: list[tail.Line] = []
+        tail.read_new_lines(str(p), c, got.append, budget_bytes=1 << 20,
+                            max_line_bytes=1 << 20, final_line=True)
+        return [(ln.offset, ln.obj) for ln in got]
+
+    assert read() == [(0, {"a": 1}), (8, {"b": 2})]
+    assert c.offset == 15 and c.lines == 2
+    with p.open("ab") as fh:
+        fh.write(b'\n{"c":')  # the next line, cut short mid-write
+    assert read() == [] and c.offset == 16 and c.skipped == {}
+    with p.open("ab") as fh:
+        fh.write(b"3}")
+    assert read() == [(16, {"c": 3})]
+    assert c.offset == 23 and c.lines == 3 and c.skipped == {}
+    # Without the option the same bytes wait for a newline (every other agent).
+    other = Cursor(str(p), "codex", "jsonl")
+    lines, _ = read_all(p, other)
+    assert [ln.obj for ln in lines] == [{"a": 1}, {"b": 2}] and other.offset == 16

@@ -40,6 +40,27 @@ and ``row_reader`` below, never by an adapter's name:
   of one table of an agent's database (OpenCode's ``session``, ``message``, ``part``),
   each a dict of its columns as ``ingest.opencode_db`` pages them, for a source read
   in the ``sqlite`` mode. ``state`` is the database's, like a file's.
+* ``parse_text(text, source_path, state) -> list[Record]`` (``ReadsText``): a whole
+  document that is text, not JSON (Cursor's ``.txt`` transcripts:
+  ``ingest.sources.text_document``), read again whole each time it changes, like
+  ``parse_document``.
+* ``project_folder(source_path) -> str | None`` (``NamesFolder``): the name of the
+  folder an agent made from the cwd by replacing its separators (Cursor's
+  ``projects/<cwd with / as ->``). Ingest looks for the directory that name stands
+  for on this machine once per file and puts what it found (a path, or None) in the
+  state under ``common.FOLDER_CWD`` before the adapter reads the file: a name where a
+  "-" may be a "/" or a "-" is resolved against the filesystem, never guessed.
+
+And two optional attributes:
+
+* ``times_from_file = True`` for an agent that writes no times at all (Cursor,
+  Continue): before each round ingest puts the file's modification time (ISO 8601 UTC)
+  in the state under ``common.FILE_TIME``; the adapter times what it reads in that
+  round by it, and says so in the session's facts.
+* ``final_lines = True`` for an agent whose JSONL writer puts each newline before the
+  next line rather than after its own (Cursor: its last line never ends with one): the
+  tail-reader takes a last line without a newline when it decodes whole
+  (``ingest.tail``'s ``final_line``).
 
 Adapters do not catch their own bugs: an exception is counted by ingest as the file's
 ``adapter_error`` skip (shown in ``status.skipped``) and that line or document is
@@ -59,7 +80,24 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
-from . import amp, claude, codex, copilot, gemini, muse, opencode, pi, qwen
+from . import (
+    amp,
+    claude,
+    cline,
+    codex,
+    continue_,
+    copilot,
+    cursor,
+    gemini,
+    muse,
+    opencode,
+    pi,
+    qwen,
+)
+from .common import FILE_TIME, FOLDER_CWD
+
+__all__ = ["ADAPTERS", "FILE_TIME", "FOLDER_CWD", "Adapter", "RecordKind", "final_lines", "folder_namer",
+           "record_kind", "row_reader", "sidecar_reader", "text_reader", "times_from_file"]
 
 
 class Adapter(Protocol):
@@ -95,6 +133,44 @@ class ReadsRows(Protocol):
     ) -> list[Record]:
         """Records from rows of one table."""
         ...
+
+
+@runtime_checkable
+class ReadsText(Protocol):
+    """An adapter with documents that are text (the optional ``parse_text``)."""
+
+    def parse_text(self, text: str, source_path: str, state: dict[str, Any]) -> list[Record]:
+        """Records from a whole text document."""
+        ...
+
+
+@runtime_checkable
+class NamesFolder(Protocol):
+    """An adapter whose files sit in a folder named after the cwd (``project_folder``)."""
+
+    def project_folder(self, source_path: str) -> str | None:
+        """The encoded folder name of this file's cwd, or None."""
+        ...
+
+
+def text_reader(adapter: Adapter) -> ReadsText | None:
+    """The adapter, when it reads text documents."""
+    return adapter if isinstance(adapter, ReadsText) else None
+
+
+def folder_namer(adapter: Adapter) -> NamesFolder | None:
+    """The adapter, when its files' folders are named after their cwd."""
+    return adapter if isinstance(adapter, NamesFolder) else None
+
+
+def times_from_file(adapter: Adapter) -> bool:
+    """Whether ingest hands the adapter its file's modification time (see above)."""
+    return getattr(adapter, "times_from_file", False) is True
+
+
+def final_lines(adapter: Adapter) -> bool:
+    """Whether a last JSONL line without a newline is taken (see above)."""
+    return getattr(adapter, "final_lines", False) is True
 
 
 def sidecar_reader(adapter: Adapter) -> ReadsSidecar | None:
@@ -141,17 +217,18 @@ def record_kind(adapter: Adapter, obj: Any, state: dict[str, Any] | None) -> Rec
     )
 
 
-ADAPTERS: dict[str, Adapter] = {
-    adapter.name: adapter
-    for adapter in (
-        codex.ADAPTER,
-        claude.ADAPTER,
-        muse.ADAPTER,
-        gemini.ADAPTER,
-        copilot.ADAPTER,
-        opencode.ADAPTER,
-        qwen.ADAPTER,
-        amp.ADAPTER,
-        pi.ADAPTER,
-    )
-}
+_ALL: tuple[Adapter, ...] = (
+    codex.ADAPTER,
+    claude.ADAPTER,
+    muse.ADAPTER,
+    gemini.ADAPTER,
+    copilot.ADAPTER,
+    opencode.ADAPTER,
+    qwen.ADAPTER,
+    amp.ADAPTER,
+    pi.ADAPTER,
+    cursor.ADAPTER,
+    *cline.ADAPTERS,
+    continue_.ADAPTER,
+)
+ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in _ALL}

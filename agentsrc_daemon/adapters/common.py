@@ -46,9 +46,18 @@ CONTENT_FIELDS = frozenset(
         "file_text",  # Copilot CLI create / str_replace_editor
         "old_str",  # Copilot CLI edit / str_replace_editor
         "new_str",
+        "contents",  # Cursor Write
+        "diff",  # Cline replace_in_file, and its UI rows' diffs
     }
 )
 MAX_STORED_STRING = 4096
+
+# Keys ingest writes into an adapter's per-file state (adapters/__init__.py): the file's
+# modification time for an agent that writes no times (``times_from_file``), and the
+# directory a folder named after the cwd stands for (``project_folder``; None when no
+# directory on this machine matches it).
+FILE_TIME = "file_time"
+FOLDER_CWD = "folder_cwd"
 
 
 def summarize_input(value: Any) -> Any:

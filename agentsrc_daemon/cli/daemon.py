@@ -49,6 +49,18 @@ def run(
     pi_root: Path | None = typer.Option(
         None, help="Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)."
     ),
+    cursor_root: Path | None = typer.Option(None, help="Cursor home (default ~/.cursor)."),
+    cline_root: Path | None = typer.Option(
+        None, help="Cline data dir (default $CLINE_DATA_DIR, $CLINE_DIR/data or ~/.cline/data)."
+    ),
+    continue_root: Path | None = typer.Option(
+        None, help="Continue home (default $CONTINUE_GLOBAL_DIR or ~/.continue)."
+    ),
+    editors_root: str | None = typer.Option(
+        None,
+        help="Editor user dirs whose Cline, Roo Code and Kilo Code task folders are read,"
+        " separated by ':' (default: VS Code, Insiders, VSCodium, Cursor and Windsurf's).",
+    ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
     log_format: LogFormat | None = typer.Option(
         None, "--log-format", help="json or console (default: console on a terminal, else JSON).",
@@ -74,6 +86,10 @@ def run(
         "qwen_root": qwen_root,
         "amp_root": amp_root,
         "pi_root": pi_root,
+        "cursor_root": cursor_root,
+        "cline_root": cline_root,
+        "continue_root": continue_root,
+        "editors_root": editors_root,
     }
     if log_format is not None:
         json_logs = log_format is LogFormat.json

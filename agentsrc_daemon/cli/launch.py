@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import ROOTS, load_config
+from ..config import EDITORS_FIELD, ROOTS, load_config
 from ..errors import AgentsrcError
 
 EXIT_FAILED = 1  # output.py's (which imports typer)
 
 GLOBAL_OPTIONS = {"--socket": "socket_path", "--data-dir": "data_dir", "--config": "config_file"}
-ROOT_OPTIONS = {spec.flag: spec.field for spec in ROOTS}
+ROOT_OPTIONS = {spec.flag: spec.field for spec in ROOTS} | {"--editors-root": EDITORS_FIELD}
 LOG_FORMAT_FLAGS = {"--json-logs": True, "--console-logs": False}  # short for --log-format
 LOG_FORMATS = {"json": True, "console": False}
 
@@ -74,7 +74,9 @@ def parse(argv: list[str]) -> RunArgs | None:
                     return None  # typer names the choices
                 log_format = LOG_FORMATS[got[1]]
             else:
-                args.overrides[ROOT_OPTIONS[name]] = Path(got[1])
+                field_name = ROOT_OPTIONS[name]
+                # The editors' dirs are a list (paths separated by ':'), as typer keeps it.
+                args.overrides[field_name] = got[1] if field_name == EDITORS_FIELD else Path(got[1])
         else:
             return None  # --help, a positional argument, an option run does not take
     if log_format is not None:

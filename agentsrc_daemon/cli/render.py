@@ -92,8 +92,14 @@ def status_lines(st: dict[str, Any]) -> list[str]:
     lines.append(f"sessions:  {st['sessions']}")
     lines.append(f"events:    {st['events']}")
     lines.append(f"pending:   {fmt_bytes(st['pending_bytes'])}")
+    hidden = 0
     for agent, root in st.get("roots", {}).items():
+        if "@" in agent and root.get("watch") in ("missing", None):
+            hidden += 1  # an editor's extension folder that is not there: one line for all
+            continue
         lines.append(f"root:      {agent:<12} {root['path']} ({root['watch']})")
+    if hidden:
+        lines.append(f"root:      {'editors':<12} {hidden} extension folders of editors not present")
     scan = st.get("scan", {})
     lines.append(
         f"scanning:  {'on' if scan.get('enabled') else 'OFF: content is not scanned for secrets'}"

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from ..events import AGENTS
 from .output import emit_json, short
 from .typer_app import app, call
 
@@ -40,7 +41,7 @@ def hit_line(hit: dict[str, Any], tty: bool) -> str:
 @app.command()
 def search(
     query: str = typer.Argument(..., help='Words, "phrases", prefix*, AND, OR, NOT, ( ).'),
-    agent: str | None = typer.Option(None, "--agent", help="codex, claude-code or muse."),
+    agent: str | None = typer.Option(None, "--agent", help=", ".join(AGENTS) + "."),
     project: str | None = typer.Option(None, "--project", help="Project root or cwd."),
     session: str | None = typer.Option(None, "--session", help="Session id (or prefix)."),
     kind: list[str] = typer.Option([], "--kind", help="prompt, message, command, read, "

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import typer
 
+from ..events import AGENTS
 from ..rpc.client import Client
 from .output import EXIT_DROPPED, emit_json, fail, print_table, reporting_daemon_errors, short
 from .render import cost_text, local_time, sessions_lines, sessions_params
@@ -17,7 +18,7 @@ from .typer_app import app, call, get_config
 
 @app.command()
 def sessions(
-    agent: str | None = typer.Option(None, help="codex, claude-code, muse, gemini, copilot, opencode, qwen, amp or pi."),
+    agent: str | None = typer.Option(None, help=", ".join(AGENTS) + "."),
     project: str | None = typer.Option(None, "--project", help="Project root (or cwd)."),
     cwd: str | None = typer.Option(None, "--cwd", help="Started in this directory."),
     since: str | None = typer.Option(None, "--since", help="Active since: 7d, 12h or ISO."),
@@ -55,6 +56,10 @@ def show(session: str, json: bool = typer.Option(False, "--json")) -> None:
                 "started_at", "last_event_at", "title", "prompts", "messages", "tool_calls",
                 "subagents", "compactions", "errors", "source_state"):
         typer.echo(f"{key + ':':<15}{short(s.get(key), 100)}")
+    source = s.get("source")
+    if isinstance(source, dict) and source.get("times") == "file":
+        typer.echo(f"{'times:':<15}from the transcript file ({s['agent']} writes no times: each"
+                   " event has the time its file was last written when it was read)")
     typer.echo(f"{'tokens:':<15}" + ", ".join(f"{k}={v}" for k, v in s["tokens"].items()))
     typer.echo(f"{'cost:':<15}{cost_text(s.get('cost'))}")
     typer.echo(f"{'turns:':<15}{len(s['turns'])}")

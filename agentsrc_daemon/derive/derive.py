@@ -3,7 +3,9 @@
 * A TOOL_CALL yields READ and EDIT events: the files the call names (file tools), the
   headers of an apply_patch, or what the shell parser finds in a command line.
 * A TOOL_RESULT of a shell-type tool yields one COMMAND event: the command line, where
-  it ran, its exit code, duration and whether it was interrupted.
+  it ran, its exit code, duration and whether it was interrupted. A format that
+  records no results at all (Cursor's JSONL transcripts) marks its calls
+  ``no_result``: the COMMAND comes from the call, with no exit code.
 
 Derived events copy the provenance of their source (session, ts, adapter, file, offset,
 turn, call, subagent, tool) and get deterministic keys ``<source key>/read/<i>``,
@@ -83,6 +85,13 @@ _SHELL_TOOLS_BY_ADAPTER = {
     "qwen": {"run_shell_command": "command"},  # {command, description, is_background, directory}
     "amp": {"Bash": "cmd"},  # {cmd, cwd}
     "pi": {"bash": "command", "user_bash": "command"},  # {command, timeout}; ``!`` commands
+    "cursor": {"Shell": "command", "run_terminal_cmd": "command"},
+    # The extensions' execute_command ({command}); the Cline SDK's run_commands, whose
+    # results the adapter gives one command each (``command``).
+    "cline": {"execute_command": "command", "run_commands": "command"},
+    "roo-code": {"execute_command": "command"},
+    "kilo-code": {"execute_command": "command"},
+    "continue": {"run_terminal_command": "command"},
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
@@ -135,10 +144,48 @@ _COPILOT_EDITOR_COMMANDS = {
     "insert": _COPILOT_FILE_TOOLS["edit"],
     "undo_edit": _COPILOT_FILE_TOOLS["edit"],
 }
+# Cursor (its transcripts are the spec): Read, StrReplace and Write name a path;
+# Delete removes one; Grep shows content in its "content" mode.
+_CURSOR_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "Read": (("path", "target_file"), READ, OP_READ),
+    "StrReplace": (("path", "target_file"), EDIT, OP_UPDATE),
+    "Write": (("path", "target_file"), EDIT, OP_WRITE),
+    "Delete": (("path", "target_file"), EDIT, "delete"),
+}
+# Cline, Roo Code and Kilo Code (the extensions' tool names: their system prompts' XML
+# tools and native tools alike, and the UI rows' names); the Cline SDK's tools.
+_CLINE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "read_file": (("path",), READ, OP_READ),
+    "readFile": (("path",), READ, OP_READ),
+    "write_to_file": (("path",), EDIT, OP_WRITE),
+    "newFileCreated": (("path",), EDIT, OP_WRITE),
+    "replace_in_file": (("path",), EDIT, OP_UPDATE),
+    "apply_diff": (("path",), EDIT, OP_UPDATE),
+    "insert_content": (("path",), EDIT, OP_UPDATE),
+    "search_and_replace": (("path",), EDIT, OP_UPDATE),
+    "editedExistingFile": (("path",), EDIT, OP_UPDATE),
+    "appliedDiff": (("path",), EDIT, OP_UPDATE),
+    "insertContent": (("path",), EDIT, OP_UPDATE),
+    "searchAndReplace": (("path",), EDIT, OP_UPDATE),
+    "fileDeleted": (("path",), EDIT, "delete"),
+    "editor": (("path",), EDIT, OP_UPDATE),  # the SDK: creates the file when it is missing
+}
+# Continue's built-in tools (core/tools/builtIn.ts).
+_CONTINUE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "read_file": (("filepath",), READ, OP_READ),
+    "read_file_range": (("filepath",), READ, OP_READ),
+    "create_new_file": (("filepath",), EDIT, OP_WRITE),
+    "edit_existing_file": (("filepath",), EDIT, OP_UPDATE),
+    "single_find_and_replace": (("filepath",), EDIT, OP_UPDATE),
+    "multi_edit": (("filepath",), EDIT, OP_UPDATE),
+}
 _GLOB_CHARS = frozenset("*?[{")
 # Adapters whose shell tool runs the user's configured shell: on a Windows cwd that may
 # be PowerShell or cmd.exe, so a command string there is recorded but not parsed.
-_USER_SHELL_ADAPTERS = frozenset({"codex", "gemini", "opencode", "qwen"})
+_USER_SHELL_ADAPTERS = frozenset(
+    {"codex", "gemini", "opencode", "qwen", "cursor", "cline", "roo-code", "kilo-code",
+     "continue"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +252,10 @@ def derive(
     """READ/EDIT events for a tool call, a COMMAND event for a shell tool's result,
     nothing for anything else. ``home`` expands ~ and $HOME in command lines."""
     if event.kind == TOOL_CALL:
-        return _derive_from_call(event, project_root_for, home)
+        out = _derive_from_call(event, project_root_for, home)
+        if event.data.get("no_result") is True:
+            out += _derive_command(event)
+        return out
     if event.kind == TOOL_RESULT:
         return _derive_command(event)
     return []
@@ -261,6 +311,12 @@ def _derive_from_call(
             reads = [(path, OP_GREP)] if path else []
         else:
             reads, edits = _file_tool(table, tool, inp, event.cwd)
+    elif event.adapter == "cursor":
+        reads, edits = _cursor_tool(tool, inp, event.cwd)
+    elif event.adapter in ("cline", "roo-code", "kilo-code"):
+        reads, edits = _cline_tool(tool, inp, event.cwd)
+    elif event.adapter == "continue":
+        reads, edits = _file_tool(_CONTINUE_FILE_TOOLS, tool, inp, event.cwd)
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None
@@ -347,6 +403,38 @@ def _opencode_tool(
         return ([(path, OP_GREP)] if path is not None else []), []
     reads, edits = _file_tool(_OPENCODE_FILE_TOOLS, tool, inp, cwd)
     if tool == "edit" and edits and inp.get("oldString") == "":
+        edits = [(path, OP_WRITE) for path, _ in edits]
+    return reads, edits
+
+
+def _cursor_tool(
+    tool: str, inp: dict[str, Any], cwd: str | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    if tool == "Grep":
+        if inp.get("output_mode") != "content":
+            return [], []
+        path = _path_arg(inp, ("path",), cwd) or cwd
+        return ([(path, OP_GREP)] if path else []), []
+    return _file_tool(_CURSOR_FILE_TOOLS, tool, inp, cwd)
+
+
+def _cline_tool(
+    tool: str, inp: dict[str, Any], cwd: str | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The extensions' file tools; the SDK's read_files (a list of files) and editor
+    (a write when it inserts nothing and replaces nothing: it creates the file)."""
+    if tool == "read_files":
+        files = inp.get("files")
+        entries = files if isinstance(files, list) else [files]
+        reads: list[tuple[str, str]] = []
+        for entry in entries:
+            value = entry.get("path") if isinstance(entry, dict) else entry
+            path = _path_arg({"p": value}, ("p",), cwd)
+            if path is not None and (path, OP_READ) not in reads:
+                reads.append((path, OP_READ))
+        return reads, []
+    reads, edits = _file_tool(_CLINE_FILE_TOOLS, tool, inp, cwd)
+    if tool == "editor" and edits and not inp.get("old_text") and inp.get("insert_line") is None:
         edits = [(path, OP_WRITE) for path, _ in edits]
     return reads, edits
 

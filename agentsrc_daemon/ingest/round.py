@@ -7,9 +7,10 @@ cursors that cover them) in one transaction. Per mode (sources.py):
 * ``jsonl``: the tail-reader (tail.py), at most ``budget_bytes`` per round;
 * ``document``: the whole file, when its hash changed, with the adapter's state kept
   across versions (so a rewrite costs what changed);
-* ``sqlite``: one ``OpenCodeDB.poll`` per round (at most 500 rows and ``budget_bytes``
-  of data), its reader cursor kept in ``Cursor.state`` beside the adapter's state and
-  committed with the records; a busy database is retried later (``FileRound.retry_after``);
+* ``sqlite``: one poll of the database's reader per round (``DB_READERS``: OpenCode's
+  at most 500 rows and ``budget_bytes`` of data; a Cursor chat's ``meta`` table), its
+  reader cursor kept in ``Cursor.state`` beside the adapter's state and committed with
+  the records; a busy database is retried later (``FileRound.retry_after``);
 * ``memory``: size and hash only.
 
 Sidecars (``sources.sidecar_of``: Gemini ``.project_root``, Copilot ``workspace.yaml``)
@@ -27,12 +28,25 @@ import stat as stat_mod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
 import structlog
 
-from ..adapters import ADAPTERS, Adapter, record_kind, row_reader, sidecar_reader
+from ..adapters import (
+    ADAPTERS,
+    FILE_TIME,
+    FOLDER_CWD,
+    Adapter,
+    final_lines,
+    folder_namer,
+    record_kind,
+    row_reader,
+    sidecar_reader,
+    text_reader,
+    times_from_file,
+)
 from ..cursor import SIDECAR_KEY, Cursor
 from ..events import (
     MAX_STORED_TEXT_CHARS,
@@ -47,6 +61,8 @@ from ..store import Batch, DocumentFacts, utc_now
 from ..store.batch import tally_record
 from ..store.cursors import CursorStore
 from . import fingerprint, sources, tail
+from .cursor_db import CursorChatDB
+from .folders import resolve_encoded
 from .opencode_db import OpenCodeDB
 
 log = structlog.get_logger("agentsrc.ingest")
@@ -70,6 +86,23 @@ Stat = list[int]  # [dev, ino, size, mtime_ns]: JSON-friendly, compared as a who
 # Adapter states kept decoded in memory: the most recently read files' (live sessions
 # append to a few files; the others' states wait in the store: Ingestor.committed).
 KEPT_STATES = 64
+
+# The reader of each agent's databases (the sqlite mode): one per database file, kept
+# open between rounds; ``poll(cursor) -> PollResult`` and ``changed()`` (opencode_db).
+DB_READERS: dict[str, type[OpenCodeDB]] = {"opencode": OpenCodeDB, "cursor": CursorChatDB}
+
+
+def _seed(adapter: Adapter, path: str, state: dict[str, Any], mtime_ns: int | None) -> None:
+    """What ingest tells an adapter before it reads a file (adapters/__init__.py): the
+    file's modification time, for an agent that writes no times; the directory its
+    cwd-named folder stands for, looked up once per file."""
+    if times_from_file(adapter) and mtime_ns is not None:
+        when = datetime.fromtimestamp(mtime_ns // 1_000_000 / 1000, tz=UTC)
+        state[FILE_TIME] = when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    namer = folder_namer(adapter)
+    if namer is not None and FOLDER_CWD not in state:
+        folder = namer.project_folder(path)
+        state[FOLDER_CWD] = resolve_encoded(folder) if folder else None
 
 
 def _stat(path: str) -> Stat | None:
@@ -337,11 +370,16 @@ class Ingestor:
         side: list[Record] = []  # the sidecar's records, routed after the lines'
         titled = False
         side += self._sidecar(spec, cursor)[1]
+        st = _stat(spec.path) if times_from_file(adapter) else None
+        mtime_ns = st[3] if st is not None else None
+        if cursor.state is not None:
+            _seed(adapter, spec.path, cursor.state, mtime_ns)
 
         def on_line(line: tail.Line) -> None:
             nonlocal titled
             if cursor.state is None:  # a new file, or one the tail-reader just reset
                 cursor.state = adapter.initial_state(spec.path)
+                _seed(adapter, spec.path, cursor.state, mtime_ns)
                 side.extend(self._sidecar(spec, cursor)[1])
             try:
                 records = adapter.parse(line.obj, line.offset, spec.path, cursor.state)
@@ -364,6 +402,7 @@ class Ingestor:
             max_line_bytes=self.max_line_bytes,
             defer_big_lines=self.defer_big_lines,
             stop=stop,
+            final_line=final_lines(adapter),
         )
         rnd.deferred = result.deferred
         rnd.reset = result.reset
@@ -471,20 +510,29 @@ class Ingestor:
         cursor.head_len = 0  # documents are identified by their whole hash
         cursor.offset = len(data)
         rnd.bytes = len(data)
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            # A document caught mid-write: it will change again and be re-read.
-            cursor.skipped[tail.MALFORMED] = cursor.skipped.get(tail.MALFORMED, 0) + 1
-            cursor.head_hash = None
-            return rnd
         adapter = self.adapters[spec.adapter]
+        texts = text_reader(adapter) if sources.text_document(spec) else None
+        obj: Any = None
+        if texts is None:
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                # A document caught mid-write: it will change again and be re-read.
+                cursor.skipped[tail.MALFORMED] = cursor.skipped.get(tail.MALFORMED, 0) + 1
+                cursor.head_hash = None
+                return rnd
         if cursor.state is None:
             # Kept across the document's versions (persisted with the cursor, as for a
             # JSONL file), so an adapter can tell what a rewrite added.
             cursor.state = adapter.initial_state(spec.path)
+        _seed(adapter, spec.path, cursor.state, st.st_mtime_ns)
         try:
-            records = adapter.parse_document(obj, spec.path, cursor.state)
+            if texts is not None:
+                # Undecodable bytes become U+FFFD: a text transcript is never refused.
+                obj = data.decode("utf-8", "replace")  # what the fidelity tally names, too
+                records = texts.parse_text(obj, spec.path, cursor.state)
+            else:
+                records = adapter.parse_document(obj, spec.path, cursor.state)
         except Exception as exc:
             _count_adapter_error(cursor, exc)
             _tally(batch, spec.adapter, adapter, obj, cursor.state, None)
@@ -541,7 +589,7 @@ class Ingestor:
         path = spec.path
         db = self.readers.get(path)
         if db is None:
-            db = self.readers[path] = OpenCodeDB(path, max_bytes=budget)
+            db = self.readers[path] = DB_READERS[spec.adapter](path, max_bytes=budget)
         elif path in self.caught_up and path not in self.busy and not db.changed():
             return rnd  # woken by our own read mark in -shm, or a stat with no commit
         held = cursor.state if isinstance(cursor.state, dict) else {}

@@ -3,13 +3,17 @@
 A source is one of:
 * ``jsonl``: an append-only transcript, tailed line by line from a persisted offset
   (Codex, Claude Code, Muse, Copilot ``events.jsonl``, Gemini ``.jsonl`` chats, Qwen Code
-  chats, Pi sessions);
+  chats, Pi sessions, Cursor ``.jsonl`` agent transcripts);
 * ``document``: a whole-file JSON document re-read when it changes, with the adapter's
   per-file state kept across its versions (Codex legacy ``.json`` rollouts, Claude
   subagent ``.meta.json``, Muse ``sessions.json``, Gemini ``.json`` chats, Copilot
-  ``history-session-state``, OpenCode's JSON tree, Qwen Code's first chats, Amp threads);
+  ``history-session-state``, OpenCode's JSON tree, Qwen Code's first chats, Amp threads,
+  the task files of Cline, Roo Code and Kilo Code, Cline's sessions, Continue's
+  sessions); a text document (Cursor's ``.txt`` transcripts, ``text_document``) is
+  handed to the adapter as text;
 * ``sqlite``: an OpenCode database read through ``ingest/opencode_db.py`` from a
-  persisted keyset cursor;
+  persisted keyset cursor, a Cursor CLI chat's ``store.db`` (its ``meta`` table)
+  through ``ingest/cursor_db.py``;
 * ``memory``: an agent memory file, tracked by size and content hash only.
 
 Some files are not sources but matter to one: a **sidecar** is read by the ingest layer
@@ -84,6 +88,24 @@ _AMP_DOC = re.compile(r"^threads/T-[^/]+\.json$")
 # Pi, relative to its agent dir: sessions/--<cwd>--/<timestamp>_<uuid>.jsonl.
 _PI_JSONL = re.compile(r"^sessions/[^/]+/[^/]+\.jsonl$")
 
+# Cursor, relative to ~/.cursor: agent transcripts per project (flat, in a folder per
+# conversation, sub-agents beside it), the CLI's chat databases.
+_CURSOR_UUID = r"[0-9A-Za-z][0-9A-Za-z_-]*"
+_CURSOR_JSONL = re.compile(
+    rf"^projects/[^/]+/agent-transcripts/(?:{_CURSOR_UUID}\.jsonl"
+    rf"|(?P<c>{_CURSOR_UUID})/(?P=c)\.jsonl|{_CURSOR_UUID}/subagents/{_CURSOR_UUID}\.jsonl)$"
+)
+_CURSOR_TEXT = re.compile(rf"^projects/[^/]+/agent-transcripts/{_CURSOR_UUID}\.txt$")
+_CURSOR_DB = re.compile(r"^chats/[0-9a-f]{32}/[^/]+/store\.db$")
+# Cline, Roo Code and Kilo Code, relative to a storage root (an extension's globalStorage
+# dir, or Cline's data dir): task folders; Cline's sessions (a manifest and messages,
+# a sub-agent's messages beside its parent's).
+_CLINE_AGENTS = frozenset({"cline", "roo-code", "kilo-code"})
+_CLINE_TASK_DOC = re.compile(r"^tasks/[^/]+/(?:ui_messages|api_conversation_history|task_metadata)\.json$")
+_CLINE_SESSION_DOC = re.compile(r"^sessions/(?P<s>[^/]+)/(?:(?P=s)\.json|[^/]+\.messages\.json)$")
+# Continue, relative to ~/.continue: a document per session and the sessions.json index.
+_CONTINUE_DOC = re.compile(r"^sessions/[^/]+\.json$")
+
 # Directories never worth descending into, for the agents that have no rule of their own.
 _SKIP_DIRS = {"tool-results", "node_modules", ".git", "log", "cache", "tmp"}
 # The directories (relative to the root) that can hold an agent's sources; nothing else
@@ -100,6 +122,14 @@ _DESCEND: dict[str, re.Pattern[str]] = {
     "qwen": re.compile(r"^(?:projects|tmp)(?:/[^/]+(?:/chats)?)?$"),
     "amp": re.compile(r"^threads$"),
     "pi": re.compile(r"^sessions(?:/[^/]+)?$"),
+    "cursor": re.compile(
+        r"^(?:projects(?:/[^/]+(?:/agent-transcripts(?:/[^/]+(?:/subagents)?)?)?)?"
+        r"|chats(?:/[^/]+(?:/[^/]+)?)?)$"
+    ),
+    "cline": re.compile(r"^(?:tasks|sessions)(?:/[^/]+)?$"),
+    "roo-code": re.compile(r"^tasks(?:/[^/]+)?$"),
+    "kilo-code": re.compile(r"^tasks(?:/[^/]+)?$"),
+    "continue": re.compile(r"^sessions$"),
 }
 
 
@@ -111,16 +141,22 @@ class SourceSpec:
     root: str
 
 
+def root_adapter(name: str) -> str:
+    """The adapter a root of ``Config.roots()`` is for: the root's name, or the part
+    before "@" of an agent's further roots (``cline@Code``; config.root_agent)."""
+    return name.split("@", 1)[0]
+
+
 def _relative(path: str, roots: Mapping[str, Path]) -> Iterator[tuple[str, str, str]]:
     """(adapter, root, path relative to it) for every root ``path`` is under."""
-    for adapter, root in roots.items():
+    for name, root in roots.items():
         root_s = str(root)
         if not path.startswith(root_s + os.sep):
             continue
         rel = path[len(root_s) + 1 :]
         if os.sep != "/":  # pragma: no cover - POSIX only today
             rel = rel.replace(os.sep, "/")
-        yield adapter, root_s, rel
+        yield root_adapter(name), root_s, rel
 
 
 def classify(
@@ -188,7 +224,25 @@ def _mode_for(adapter: str, rel: str) -> str | None:
         return DOCUMENT
     elif adapter == "pi" and _PI_JSONL.match(rel):
         return JSONL
+    elif adapter == "cursor":
+        if _CURSOR_JSONL.match(rel):
+            return JSONL
+        if _CURSOR_TEXT.match(rel):
+            return DOCUMENT
+        if _CURSOR_DB.match(rel):
+            return SQLITE
+    elif adapter in _CLINE_AGENTS:
+        if _CLINE_TASK_DOC.match(rel) or (adapter == "cline" and _CLINE_SESSION_DOC.match(rel)):
+            return DOCUMENT
+    elif adapter == "continue" and _CONTINUE_DOC.match(rel):
+        return DOCUMENT
     return None
+
+
+def text_document(spec: SourceSpec) -> bool:
+    """A document that is text, not JSON (Cursor's ``.txt`` transcripts): ingest hands
+    its decoded text to the adapter's ``parse_text``."""
+    return spec.mode == DOCUMENT and spec.adapter == "cursor" and spec.path.endswith(".txt")
 
 
 # ---- sidecars and side files -----------------------------------------------------------
@@ -252,12 +306,13 @@ def _owner(directory: str, roots: Mapping[str, Path]) -> tuple[str, str] | None:
     """(adapter, path relative to its root) of a directory under a root; the most
     specific root wins. ("", "") for a root itself."""
     best: tuple[str, str, int] | None = None
-    for adapter, root in roots.items():
+    for name, root in roots.items():
         root_s = str(root)
         if directory == root_s:
-            return adapter, ""
+            return root_adapter(name), ""
         if directory.startswith(root_s + os.sep) and (best is None or len(root_s) > best[2]):
-            best = (adapter, directory[len(root_s) + 1 :].replace(os.sep, "/"), len(root_s))
+            best = (root_adapter(name), directory[len(root_s) + 1 :].replace(os.sep, "/"),
+                    len(root_s))
     return (best[0], best[1]) if best else None
 
 

@@ -33,6 +33,20 @@ MIGRATION_WAIT_S = 10.0
 MIGRATING = -32001  # the error code of a query that came during a migration
 
 
+def root_watch(modes: dict[str, str], root: str) -> str | None:
+    """How a root is watched: its own watch point's mode, else (a root whose
+    subdirectories alone are watched: Cursor's, Cline's, an editor extension's,
+    Continue's) its subdirectories' (inotify or polling when one of them is, else
+    missing). None until the watcher has looked at it (during start-up)."""
+    if root in modes:
+        return modes[root]
+    below = [mode for path, mode in modes.items() if path.startswith(root + "/")]
+    for mode in ("inotify", "polling", "missing"):
+        if mode in below:
+            return mode
+    return None
+
+
 def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
@@ -145,8 +159,7 @@ class StatusBoard:
             "fidelity": reader.fidelity_summary(),
             "subscribers": self.hub.count(),
             "roots": {
-                # None until the watcher has looked at the root (during start-up).
-                agent: {"path": str(path), "watch": watch_modes.get(str(path))}
+                agent: {"path": str(path), "watch": root_watch(watch_modes, str(path))}
                 for agent, path in self.cfg.roots().items()
             },
             "data_dir": str(self.cfg.data_dir),

@@ -1,7 +1,11 @@
 """The tail-reader: reads what is new in one file since its cursor, line by line.
 
 * Only newline-terminated lines are consumed; a trailing partial line waits for its
-  newline (the offset never moves past it, so a crash cannot lose it).
+  newline (the offset never moves past it, so a crash cannot lose it). For a writer
+  that puts each newline before the next line instead of after its own (Cursor:
+  ``final_line``), a last line without one is consumed when it decodes whole as a JSON
+  object (a line cut short mid-write never does), and the blank line its successor's
+  newline then starts with is not counted as an empty line.
 * The file's identity is checked before every read (see fingerprint.py): a different
   (device, inode), a size below the offset (truncation) or a changed first bytes (a
   rewritten prefix, or a new file that reused a deleted file's inode) resets the cursor
@@ -125,6 +129,7 @@ def read_new_lines(
     max_line_bytes: int,
     defer_big_lines: bool = False,
     stop: Callable[[], bool] | None = None,
+    final_line: bool = False,
 ) -> ReadResult:
     """Read complete lines after ``cursor.offset``, call ``on_line`` for each decoded
     object, and advance the cursor (in memory; the caller commits it with the events).
@@ -161,6 +166,7 @@ def read_new_lines(
             max_line=max_line_bytes,
             defer_big=defer_big_lines,
             stop=stop,
+            final_line=final_line,
         ).run()
         refresh_head(fd, cursor)
     finally:
@@ -223,8 +229,11 @@ class _LineReader:
         max_line: int,
         defer_big: bool,
         stop: Callable[[], bool] | None = None,
+        final_line: bool = False,
     ) -> None:
         self.fd = fd
+        self.final_line = final_line
+        self.first_offset = cursor.offset
         self.stop = stop
         self.cursor = cursor
         self.on_line = on_line
@@ -246,6 +255,8 @@ class _LineReader:
         while not (self.line_consumed and self.read_total >= self.budget):
             chunk = os.pread(self.fd, want, self.window.end)
             if not chunk:
+                if self.final_line and not self.cursor.skipping:
+                    self._take_final_line()
                 return  # EOF: a partial line stays in the file for later
             self.read_total += len(chunk)
             self.window.data += chunk
@@ -306,11 +317,34 @@ class _LineReader:
             return self._read_big_line()
         return True
 
+    def _take_final_line(self) -> None:
+        """At EOF, the bytes after the last newline, when they are a whole JSON object
+        (``final_line``): consumed as a line. Anything else waits, uncounted."""
+        window = self.window
+        if not window.pending or len(window.data) - window.start > min(self.max_line, BIG_LINE_BYTES):
+            return
+        raw = bytes(window.data[window.start :])
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return  # being written
+        if not isinstance(obj, dict):
+            return
+        offset = window.at(window.start)
+        self.cursor.lines += 1
+        self.line_consumed = True
+        self._consume_to(window.end)
+        self.on_line(Line(offset, obj, zlib.crc32(raw)))
+
     def _take_line(self, start: int, end: int, *, over_cap: bool) -> None:
         """The line ``window.data[start:end]``: decoded (or counted) and consumed."""
         line_offset = self.window.at(start)
         obj = None
         crc = 0
+        if self.final_line and start == end and line_offset == self.first_offset:
+            # The newline that follows a last line taken at EOF: no line of its own.
+            self._consume_to(self.window.at(end + 1))
+            return
         if over_cap:
             _count(self.cursor, OVERSIZE)
         else:

@@ -23,8 +23,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field
 
 from .. import __version__
-from ..config import ROOTS
 from ..errors import ToolCallError
+from ..events import AGENTS
 from . import tools as T
 from .tools import UNTRUSTED, Bridge
 
@@ -48,10 +48,10 @@ SessionId = Annotated[str, Field(
     "the agent's native id, or a unique prefix of either.")]
 SessionFilter = Annotated[str | None, Field(
     min_length=1, description="Only this session (an id, native id or unique prefix).")]
-# The agents as sessions name them, from the roots the daemon watches (config.ROOTS).
-AGENTS = ", ".join(dict.fromkeys(spec.agent for spec in ROOTS))
+# The agents as sessions name them (events.AGENTS): a new agent is named here by itself.
+AGENT_NAMES = ", ".join(AGENTS)
 AgentFilter = Annotated[str | None, Field(
-    min_length=1, description=f"Only this agent's sessions: {AGENTS}.")]
+    min_length=1, description=f"Only this agent's sessions: {AGENT_NAMES}.")]
 
 
 def _limit(most: int, what: str) -> Any:
@@ -229,7 +229,7 @@ DESCRIPTIONS: dict[str, str] = {
         "kind, time and a snippet; follow up with session_log or get_session."
     ),
     "list_sessions": (
-        f"List coding-agent sessions ({AGENTS}), most recently active first (or by start, tokens, tool calls): id, agent, title, project, model, times, "
+        f"List coding-agent sessions ({AGENT_NAMES}), most recently active first (or by start, tokens, tool calls): id, agent, title, project, model, times, "
         "counts of prompts, tool calls and errors, tokens, cost, parent session."
     ),
     "get_session": (

@@ -7,8 +7,8 @@ count differently, and the adapters keep what the agent wrote. Pricing needs one
 meaning, so ``normalize`` reads an event's data by its agent's ``Convention``:
 
 * whether ``input_tokens`` already holds the cache reads and writes (OpenAI's way:
-  Codex, Gemini, Copilot, Qwen Code) or counts them apart (Anthropic's way: Claude Code,
-  OpenCode, Amp, Cline, Pi);
+  Codex, Gemini, Copilot, Qwen Code, Continue) or counts them apart (Anthropic's way:
+  Claude Code, OpenCode, Amp, Cline, Roo Code, Kilo Code, Pi);
 * whether ``output_tokens`` already holds the reasoning (Codex, Claude Code, Copilot)
   or the reasoning is counted apart and billed as output besides (Gemini's thoughts,
   OpenCode's ``reasoning``);
@@ -72,6 +72,15 @@ CONVENTIONS: dict[str, Convention] = {
     # Qwen Code's api_response telemetry: input holds the cached tokens; the adapter
     # puts the thoughts inside output_tokens for every auth type. Records no cost.
     "qwen": Convention(True, True, None),
+    # api_req_started's tokensIn without the cache (Roo Code 3.30+ writes it with the
+    # cache: the adapter takes it out); each request's cost recorded.
+    "roo-code": ANTHROPIC_WAY,
+    "kilo-code": ANTHROPIC_WAY,
+    # usage.promptTokens as OpenAI counts it, the cache inside (the adapter adds it to
+    # Anthropic's, which leaves it out); completionTokens holds the reasoning.
+    "continue": Convention(True, True, None),
+    # Cursor's transcripts record no usage.
+    "cursor": ANTHROPIC_WAY,
 }
 
 

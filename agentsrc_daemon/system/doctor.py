@@ -28,7 +28,7 @@ from typing import Any
 
 import apsw
 
-from agentsrc_daemon.config import ROOTS, Config
+from agentsrc_daemon.config import EDITOR_TASKS, EDITORS_KEY, ROOT_NAME_SEP, ROOTS, Config
 from agentsrc_daemon.errors import ServiceError
 from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.store import health
@@ -71,6 +71,8 @@ def check_roots(cfg: Config) -> list[Check]:
     present = 0
     config_file = cfg.config_file or "~/.config/agentsrc/config.toml"
     for agent, root in cfg.roots().items():
+        if ROOT_NAME_SEP in agent:
+            continue  # the editors' extensions: one line for them all (check_editor_roots)
         name = f"root {agent}"
         key = ROOT_CONFIG_KEYS.get(agent, agent)
         if not root.exists():
@@ -96,7 +98,9 @@ def check_roots(cfg: Config) -> list[Check]:
             )
         else:
             checks.append(Check(name, True, f"{root} is readable"))
-    if present == 0:
+    editors, found = check_editor_roots(cfg, config_file)
+    checks.append(editors)
+    if present == 0 and not found:
         checks.append(
             Check(
                 "roots",
@@ -106,6 +110,28 @@ def check_roots(cfg: Config) -> list[Check]:
             )
         )
     return checks
+
+
+def check_editor_roots(cfg: Config, config_file: object) -> tuple[Check, int]:
+    """One line for the editors' extensions (Cline, Roo Code, Kilo Code): which editor
+    user dirs exist and which extensions keep task folders there; and how many do."""
+    users = [d for d in cfg.editor_dirs if d.is_dir()]
+    found = [name for name, root in cfg.roots().items()
+             if ROOT_NAME_SEP in name and (root / EDITOR_TASKS).is_dir()]
+    looked = f"{len(cfg.editor_dirs)} editor user dirs looked at, {len(users)} present"
+    if found:
+        return Check("root editors", True, f"{looked}; task folders of {', '.join(found)}"), len(
+            found
+        )
+    return Check(
+        "root editors",
+        True,
+        f"{looked}; no task folder of Cline, Roo Code or Kilo Code: normal when they are not"
+        " used on this machine",
+        f"if an editor keeps its user dir elsewhere, set [roots] {EDITORS_KEY} = "
+        f'["<editor user dir>"] in {config_file}',
+        warning=True,
+    ), 0
 
 
 # --- permissions ---------------------------------------------------------------------

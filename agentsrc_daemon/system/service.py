@@ -205,7 +205,8 @@ def settings_drift(
         for what, mine, theirs in (
             ("data dir", cfg.data_dir, seen.data_dir),
             ("socket", cfg.socket_path, seen.socket_path),
-            *((f"{agent} root", cfg.roots()[agent], seen.roots()[agent]) for agent in cfg.roots()),
+            *((f"{agent} root", cfg.roots()[agent], seen.roots().get(agent))
+              for agent in cfg.roots()),
         )
         if mine != theirs
     ]
