@@ -12,7 +12,7 @@ import orjson
 
 from agentsrc_daemon.adapters.opencode import ADAPTER, records_from_rows
 from agentsrc_daemon.events import Record
-from agentsrc_daemon.ingest.opencode_db import OpenCodeDB
+from agentsrc_daemon.ingest.agent_db import OpenCodeDB
 
 FIXTURES = Path(__file__).parent / "fixtures" / "opencode"
 SCHEMA_SQL = FIXTURES / "schema.sql"

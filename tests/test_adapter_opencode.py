@@ -41,7 +41,7 @@ from agentsrc_daemon.events import (
     SessionFacts,
     TurnFacts,
 )
-from agentsrc_daemon.ingest.opencode_db import OpenCodeDB
+from agentsrc_daemon.ingest.agent_db import OpenCodeDB
 from agentsrc_daemon.secrets.engine import SecretScanner
 from agentsrc_daemon.secrets.stage import SecretStage
 

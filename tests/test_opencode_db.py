@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsrc_daemon.ingest.opencode_db import OpenCodeDB, PollResult
+from agentsrc_daemon.ingest.agent_db import OpenCodeDB, PollResult
 
 from corpus import corpus_home
 from opencode_fixture import T0, build_db

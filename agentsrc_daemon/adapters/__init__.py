@@ -38,7 +38,7 @@ and ``row_reader`` below, never by an adapter's name:
   it, the record's ``type`` and the state's ``version``.
 * ``parse_rows(table, rows, source_path, state) -> list[Record]`` (``ReadsRows``): rows
   of one table of an agent's database (OpenCode's ``session``, ``message``, ``part``),
-  each a dict of its columns as ``ingest.opencode_db`` pages them, for a source read
+  each a dict of its columns as ``ingest.agent_db`` pages them, for a source read
   in the ``sqlite`` mode. ``state`` is the database's, like a file's.
 
 Adapters do not catch their own bugs: an exception is counted by ingest as the file's

@@ -47,7 +47,7 @@ from ..store import Batch, DocumentFacts, utc_now
 from ..store.batch import tally_record
 from ..store.cursors import CursorStore
 from . import fingerprint, sources, tail
-from .opencode_db import OpenCodeDB
+from .agent_db import OpenCodeDB
 
 log = structlog.get_logger("agentsrc.ingest")
 

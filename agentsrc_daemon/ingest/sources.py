@@ -7,7 +7,7 @@ A source is one of:
   per-file state kept across its versions (Codex legacy ``.json`` rollouts, Claude
   subagent ``.meta.json``, Muse ``sessions.json``, Gemini ``.json`` chats, Copilot
   ``history-session-state``, OpenCode's JSON tree);
-* ``sqlite``: an OpenCode database read through ``ingest/opencode_db.py`` from a
+* ``sqlite``: an OpenCode database read through ``ingest/agent_db.py`` from a
   persisted keyset cursor;
 * ``memory``: an agent memory file, tracked by size and content hash only.
 
