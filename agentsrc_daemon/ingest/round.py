@@ -7,7 +7,7 @@ cursors that cover them) in one transaction. Per mode (sources.py):
 * ``jsonl``: the tail-reader (tail.py), at most ``budget_bytes`` per round;
 * ``document``: the whole file, when its hash changed, with the adapter's state kept
   across versions (so a rewrite costs what changed);
-* ``sqlite``: one ``OpenCodeDB.poll`` per round (at most 500 rows and ``budget_bytes``
+* ``sqlite``: one ``AgentDB.poll`` per round (at most 500 rows and ``budget_bytes``
   of data), its reader cursor kept in ``Cursor.state`` beside the adapter's state and
   committed with the records; a busy database is retried later (``FileRound.retry_after``);
 * ``memory``: size and hash only.
@@ -47,7 +47,8 @@ from ..store import Batch, DocumentFacts, utc_now
 from ..store.batch import tally_record
 from ..store.cursors import CursorStore
 from . import fingerprint, sources, tail
-from .agent_db import OpenCodeDB
+from .agent_db import AgentDB
+from .db_schemas import SCHEMAS
 
 log = structlog.get_logger("agentsrc.ingest")
 
@@ -148,7 +149,7 @@ class Ingestor:
     # The sqlite mode's readers, one per database, kept open between polls (their
     # connection's data_version tells a commit apart from nothing), and which of them
     # were caught up at their last poll.
-    readers: dict[str, OpenCodeDB] = field(default_factory=dict)
+    readers: dict[str, AgentDB] = field(default_factory=dict)
     caught_up: set[str] = field(default_factory=set)
     busy: dict[str, float] = field(default_factory=dict)  # path -> the next retry delay
     # The store's cursors (the Store's, set by the daemon): a cursor's state left in the
@@ -541,7 +542,7 @@ class Ingestor:
         path = spec.path
         db = self.readers.get(path)
         if db is None:
-            db = self.readers[path] = OpenCodeDB(path, max_bytes=budget)
+            db = self.readers[path] = AgentDB(path, SCHEMAS[spec.adapter], max_bytes=budget)
         elif path in self.caught_up and path not in self.busy and not db.changed():
             return rnd  # woken by our own read mark in -shm, or a stat with no commit
         held = cursor.state if isinstance(cursor.state, dict) else {}
