@@ -192,10 +192,11 @@ def test_side_readers_are_optional_methods_of_the_adapter_protocol() -> None:
     through the protocol, and no module of ingest imports an adapter by name."""
     import ast
 
-    from agentsrc_daemon.adapters import row_reader, sidecar_reader
+    from agentsrc_daemon.adapters import row_reader, sidecar_reader, text_reader
 
     assert sorted(n for n, a in ADAPTERS.items() if sidecar_reader(a)) == ["copilot", "gemini"]
-    assert sorted(n for n, a in ADAPTERS.items() if row_reader(a)) == ["opencode"]
+    assert sorted(n for n, a in ADAPTERS.items() if row_reader(a)) == ["crush", "opencode"]
+    assert sorted(n for n, a in ADAPTERS.items() if text_reader(a)) == ["aider"]
     ingest = Path(__file__).parents[1] / "agentsrc_daemon" / "ingest"
     from_adapters: set[str] = set()
     for module in sorted(ingest.glob("*.py")):

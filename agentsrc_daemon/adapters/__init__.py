@@ -19,8 +19,8 @@ Contract (every adapter module exposes an ``ADAPTER`` object with):
   with nothing to remember ignores it.
 
 Optional methods, for an agent that keeps more than transcripts. An adapter defines
-them only when its agent has such files; ingest asks for them with ``sidecar_reader``
-and ``row_reader`` below, never by an adapter's name:
+them only when its agent has such files; ingest asks for them with ``sidecar_reader``,
+``row_reader`` and ``text_reader`` below, never by an adapter's name:
 
 * ``read_sidecar(text, sidecar_path, state) -> list[Record]`` (``ReadsSidecar``): the
   text of a sidecar, a small file that describes a transcript (Gemini's project
@@ -37,9 +37,17 @@ and ``row_reader`` below, never by an adapter's name:
   ignores that type on purpose. Ingest asks for it with ``record_kind`` below; without
   it, the record's ``type`` and the state's ``version``.
 * ``parse_rows(table, rows, source_path, state) -> list[Record]`` (``ReadsRows``): rows
-  of one table of an agent's database (OpenCode's ``session``, ``message``, ``part``),
+  of one table of an agent's database (OpenCode's ``session``, ``message``, ``part``;
+  Crush's ``sessions``, ``messages``),
   each a dict of its columns as ``ingest.agent_db`` pages them, for a source read
   in the ``sqlite`` mode. ``state`` is the database's, like a file's.
+* ``parse_text(text, companions, source_path, state, *, final) -> TextRead``
+  (``ReadsText``): complete lines of a text source whose records span lines (Aider's
+  Markdown history, the ``text`` mode), from a record's start, with the lines of its
+  companions (``ingest.sources.companions_of``) from their positions. It returns its
+  records, how far they are final, where the next read starts, and how much of each
+  companion it used; with ``final`` (the file has been quiet) the last record is
+  emitted too. ``state`` must be left as it was before any record not yet final.
 
 Adapters do not catch their own bugs: an exception is counted by ingest as the file's
 ``adapter_error`` skip (shown in ``status.skipped``) and that line or document is
@@ -59,7 +67,8 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
-from . import claude, codex, copilot, gemini, muse, opencode
+from . import aider, claude, codex, copilot, crush, gemini, muse, opencode
+from .common import TextLines, TextRead
 
 
 class Adapter(Protocol):
@@ -97,6 +106,24 @@ class ReadsRows(Protocol):
         ...
 
 
+@runtime_checkable
+class ReadsText(Protocol):
+    """An adapter whose agent writes records that span lines (the optional
+    ``parse_text``)."""
+
+    def parse_text(
+        self,
+        text: TextLines,
+        companions: dict[str, TextLines],
+        source_path: str,
+        state: dict[str, Any],
+        *,
+        final: bool,
+    ) -> TextRead:
+        """Records from complete lines; how far they are final."""
+        ...
+
+
 def sidecar_reader(adapter: Adapter) -> ReadsSidecar | None:
     """The adapter, when it reads sidecars."""
     return adapter if isinstance(adapter, ReadsSidecar) else None
@@ -105,6 +132,11 @@ def sidecar_reader(adapter: Adapter) -> ReadsSidecar | None:
 def row_reader(adapter: Adapter) -> ReadsRows | None:
     """The adapter, when it reads database rows."""
     return adapter if isinstance(adapter, ReadsRows) else None
+
+
+def text_reader(adapter: Adapter) -> ReadsText | None:
+    """The adapter, when it reads text sources."""
+    return adapter if isinstance(adapter, ReadsText) else None
 
 
 # What a record is, for the fidelity tally (store/queries/fidelity.py): the agent version
@@ -150,5 +182,7 @@ ADAPTERS: dict[str, Adapter] = {
         gemini.ADAPTER,
         copilot.ADAPTER,
         opencode.ADAPTER,
+        crush.ADAPTER,
+        aider.ADAPTER,
     )
 }
