@@ -25,7 +25,6 @@ NOT_YET_READ: dict[str, str] = {
     ".qwen/": "issue 29: Qwen Code",
     ".local/share/amp/": "issue 29: Amp",
     ".continue/": "issue 29: Continue",
-    "code/": "issue 30: Aider and Crush",
 }
 
 
@@ -73,6 +72,16 @@ def copy_read_corpus(dest: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target)
     return dest
+
+
+def project_files(home: Path) -> dict[str, list[str]]:
+    """The files agents keep in the projects under ``home/code`` (the folder the corpus
+    keeps them in: a daemon finds them when it is named, --projects-root), by agent."""
+    code = home / "code"
+    return {
+        "aider": sorted(str(p) for p in code.rglob(".aider.chat.history.md")),
+        "crush": sorted(str(p) for p in code.rglob(".crush/crush.db")),
+    }
 
 
 def source_files(home: Path) -> dict[str, list[str]]:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
-from corpus import copy_read_corpus, corpus_home, source_files
+from corpus import copy_read_corpus, corpus_home, project_files, source_files
 from harness import (
     SID,
     DaemonFactory,
@@ -43,16 +43,18 @@ def _agent_of(path: str, home: Path) -> str:
     ):
         if path.startswith(f"{home}/{root}/"):
             return agent
+    if path.startswith(f"{home}/code/"):  # the projects' files (--projects-root)
+        return "aider" if path.endswith(".aider.chat.history.md") else "crush"
     return "?"
 
 
 def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFactory) -> None:
     # Every file today's adapters read (tests/corpus.py lists those they cannot yet).
     home = copy_read_corpus(tmp_path / "home")
-    d = daemon_factory(home).start()
+    d = daemon_factory(home).start("--projects-root", str(home / "code"))
     st = d.wait_live()
     srcs = d.call("sources.list")["sources"]
-    expected = source_files(home)
+    expected = source_files(home) | project_files(home)
     by_root: dict[str, list[str]] = {}
     for s in srcs:
         by_root.setdefault(_agent_of(s["path"], home), []).append(s["path"])
@@ -65,6 +67,8 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "gemini": 16,
         "copilot": 6,
         "opencode": 10,
+        "aider": 1,
+        "crush": 2,
     }
     for s in srcs:
         if s["mode"] != "sqlite":
@@ -87,10 +91,12 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # summary-only file has no session of its own; plus 5078d34e (a background copy
     # whose original is not in the corpus) and a40d33bf, known through its sub-agent.
     assert by_agent["claude-code"] == 8
-    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode")} == {
+    assert {a: by_agent[a] for a in ("gemini", "copilot", "opencode", "aider", "crush")} == {
         "gemini": 10,
         "copilot": 6,
         "opencode": 6,
+        "aider": 1,  # one run, with /model switches (tests/test_projects.py counts it)
+        "crush": 4,
     }
     counts: Counter[str] = Counter()
     for sess in sessions:

@@ -210,8 +210,9 @@ def test_side_readers_are_optional_methods_of_the_adapter_protocol() -> None:
             elif isinstance(node, ast.Import):
                 assert not [a for a in node.names if a.name.startswith("agentsrc_daemon.adapters")]
     assert from_adapters == {
-        "adapters.ADAPTERS", "adapters.Adapter", "adapters.record_kind", "adapters.row_reader",
-        "adapters.sidecar_reader",
+        "adapters.ADAPTERS", "adapters.Adapter", "adapters.ReadsText", "adapters.record_kind",
+        "adapters.row_reader", "adapters.sidecar_reader", "adapters.text_reader",
+        "adapters.common.TextLines",
     }
 
 

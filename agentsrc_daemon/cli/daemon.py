@@ -40,6 +40,13 @@ def run(
     opencode_root: Path | None = typer.Option(
         None, help="OpenCode data dir (default $XDG_DATA_HOME/opencode or ~/.local/share/opencode)."
     ),
+    projects_root: list[str] | None = typer.Option(
+        None,
+        "--projects-root",
+        help="A folder of projects, searched 3 levels deep for Aider's and Crush's files "
+        "(repeatable, or several separated by ':'; default $AGENTSRC_PROJECTS, else "
+        "[roots] projects).",
+    ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
     log_format: LogFormat | None = typer.Option(
         None, "--log-format", help="json or console (default: console on a terminal, else JSON).",
@@ -62,6 +69,7 @@ def run(
         "gemini_root": gemini_root,
         "copilot_root": copilot_root,
         "opencode_root": opencode_root,
+        "projects": list(projects_root) if projects_root else None,
     }
     if log_format is not None:
         json_logs = log_format is LogFormat.json

@@ -10,6 +10,10 @@ cursors that cover them) in one transaction. Per mode (sources.py):
 * ``sqlite``: one ``AgentDB.poll`` per round (at most 500 rows and ``budget_bytes``
   of data), its reader cursor kept in ``Cursor.state`` beside the adapter's state and
   committed with the records; a busy database is retried later (``FileRound.retry_after``);
+* ``text``: complete lines from where the last final record ended (or the record
+  re-opened), with the companions' lines, handed to the adapter's ``parse_text``
+  (ingest/text_tail.py, ``_ingest_text``); a last record still open is emitted once the
+  file has been quiet for ``text_tail.QUIET_S``, and the round asks to be run again then;
 * ``memory``: size and hash only.
 
 Sidecars (``sources.sidecar_of``: Gemini ``.project_root``, Copilot ``workspace.yaml``)
@@ -32,10 +36,11 @@ from typing import Any, Protocol
 import orjson
 import structlog
 
-from ..adapters import ADAPTERS, Adapter, record_kind, row_reader, sidecar_reader
+from ..adapters import ADAPTERS, Adapter, record_kind, row_reader, sidecar_reader, text_reader
 from ..cursor import SIDECAR_KEY, Cursor
 from ..events import (
     MAX_STORED_TEXT_CHARS,
+    TRANSIENT_KINDS,
     Drift,
     Event,
     Record,
@@ -46,7 +51,7 @@ from ..events import (
 from ..store import Batch, DocumentFacts, utc_now
 from ..store.batch import tally_record
 from ..store.cursors import CursorStore
-from . import fingerprint, sources, tail
+from . import fingerprint, sources, tail, text_tail
 from .agent_db import AgentDB
 from .db_schemas import SCHEMAS
 
@@ -63,8 +68,9 @@ MAX_SIDECAR_BYTES = 64 * 1024
 # A busy or locked database is polled again after this long, doubling up to the cap.
 BUSY_RETRY_S = 0.1
 BUSY_RETRY_MAX_S = 5.0
-# The sqlite mode's Cursor.state: {"adapter": <adapter state>, "reader": <reader cursor>}
-ADAPTER_STATE = "adapter"
+# The sqlite mode's Cursor.state: {"adapter": <adapter state>, "reader": <reader cursor>};
+# the text mode's: {"adapter": <adapter state>, "text": <where it reads from>}.
+ADAPTER_STATE = text_tail.ADAPTER_STATE
 READER_CURSOR = "reader"
 
 Stat = list[int]  # [dev, ino, size, mtime_ns]: JSON-friendly, compared as a whole
@@ -264,7 +270,7 @@ class Ingestor:
             held = c.sidecar_sig if c.state_in_store else _sidecar_held(c).get("sig")
             if _stat(sidecar) != held:
                 return True
-        if spec.mode == sources.JSONL:
+        if spec.mode in (sources.JSONL, sources.TEXT):
             return st.st_size != c.offset or st.st_mtime_ns != c.mtime_ns
         return st.st_size != c.size or st.st_mtime_ns != c.mtime_ns
 
@@ -278,7 +284,7 @@ class Ingestor:
         return sum(
             max(0, (c.size or 0) - c.offset)
             for c in cursors
-            if c.mode == sources.JSONL and c.gone_at is None
+            if c.mode in (sources.JSONL, sources.TEXT) and c.gone_at is None
         )
 
     # ---- one file ----------------------------------------------------------------
@@ -302,6 +308,8 @@ class Ingestor:
             rnd = self._ingest_document(spec, cursor, batch)
         elif spec.mode == sources.SQLITE:
             rnd = self._ingest_sqlite(spec, cursor, batch, budget_bytes)
+        elif spec.mode == sources.TEXT:
+            rnd = self._ingest_text(spec, cursor, batch, budget_bytes)
         else:
             rnd = self._ingest_memory(spec, cursor, batch)
         if rnd.gone:
@@ -434,6 +442,9 @@ class Ingestor:
         if produced and self.scan is not None:
             produced.extend(self.scan.process(produced))
         price = self.price
+        if any(ev.kind in TRANSIENT_KINDS for ev in produced):
+            # Made for the scan alone (what a model was sent): its findings are kept.
+            produced[:] = [ev for ev in produced if ev.kind not in TRANSIENT_KINDS]
         for ev in produced:
             if price is not None:
                 price(ev)
@@ -599,6 +610,39 @@ class Ingestor:
         else:
             self.caught_up.add(path)
         batch.cursors[path] = cursor
+        return rnd
+
+    # ---- text sources ----------------------------------------------------------------
+
+    def _ingest_text(
+        self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch, budget: int
+    ) -> FileRound:
+        """One read of a text source and its companions (ingest/text_tail.py): the
+        adapter's final records, the positions it reached committed with them."""
+        reader = text_reader(self.adapters[spec.adapter])
+        if reader is None:
+            raise RuntimeError(f"the {spec.adapter} adapter reads no text sources ({spec.path})")
+        rnd = FileRound(spec.path)
+        try:
+            got = text_tail.read_source(spec, cursor, self.adapters[spec.adapter], reader,
+                                        budget, self.max_line_bytes)
+        except Exception as exc:  # the adapter's: counted, the source goes on later
+            _count_adapter_error(cursor, exc)
+            batch.cursors[spec.path] = cursor
+            return rnd
+        if got is None:
+            rnd.gone = True
+            return rnd
+        if got.reset:
+            rnd.reset = got.reset
+            log.info("source_reset", path=spec.path, reason=got.reset)
+        produced: list[Event] = []
+        sessions_seen: set[str] = set()
+        for rec in got.records:
+            self._route(rec, spec.path, "\0", 0, produced, sessions_seen, batch)
+        self._finish(produced, sessions_seen, spec.path, batch)
+        rnd.bytes, rnd.more, rnd.retry_after = got.bytes, got.more, got.retry_after
+        batch.cursors[spec.path] = cursor
         return rnd
 
     def _ingest_memory(self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch) -> FileRound:
