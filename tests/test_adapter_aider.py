@@ -333,3 +333,23 @@ def test_a_quiet_file_is_decided_by_its_mtime(tmp_path: Path) -> None:
                                 now=time.time())
     assert got is not None and got.retry_after is not None
     assert 0 < got.retry_after <= text_tail.QUIET_S
+
+
+def test_requests_of_the_last_turn_hold_its_last_record_until_quiet(tmp_path: Path) -> None:
+    """Requests are placed in a turn by the time of the record after them: with no
+    later record, the last one waits (the offset before it) for the quiet read, so a
+    daemon stopped before the file went quiet reads it again on start."""
+    s = AiderSession(tmp_path / "p")
+    s.start()
+    s.typed("Explain")
+    s.request("Explain", "It adds.")
+    s.answer("It adds.")
+    s.tokens("10", "5", cost="0.01")
+    s.save()
+    chat = tmp_path / "p" / CHAT
+    busy, cursor = rounds(chat, quiet=False)
+    assert [e.kind for e in busy if isinstance(e, Event) and e.kind in (REQUEST, "usage")] == []
+    assert cursor.offset < chat.stat().st_size
+    quiet, cursor = rounds(chat, cursor)
+    assert Counter(e.kind for e in quiet if isinstance(e, Event))[REQUEST] == 1
+    assert cursor.offset == chat.stat().st_size

@@ -52,8 +52,14 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     # Every file today's adapters read (tests/corpus.py lists those they cannot yet).
     home = copy_read_corpus(tmp_path / "home")
     d = daemon_factory(home).start("--projects-root", str(home / "code"))
-    st = d.wait_live()
-    srcs = d.call("sources.list")["sources"]
+    d.wait_live()
+    # Aider's history is read to its end once it has been quiet for a second.
+    def read_to_the_end() -> list[dict[str, Any]] | None:
+        got = d.call("sources.list")["sources"]
+        return got if all(s["offset"] == s["size"] for s in got if s["mode"] == "text") else None
+
+    srcs = wait_for(read_to_the_end)
+    st = d.call("status")
     expected = source_files(home) | project_files(home)
     by_root: dict[str, list[str]] = {}
     for s in srcs:

@@ -22,6 +22,7 @@ from agentsrc_daemon.adapters.aider import native_id
 from agentsrc_daemon.ingest.project_scan import MAX_DEPTH, ProjectScan, walk
 
 from corpus import corpus_home
+from fake_secrets import fragments
 from harness import DaemonFactory, DaemonProcess, all_events, signature, wait_for
 from raw_counts import aider_counts, crush_counts
 
@@ -133,7 +134,8 @@ def test_corpus_projects_are_found_and_counted_exactly(
     assert len(expected) == 5 and sum(1 for k in expected if k.startswith("aider:")) == 1
     d = daemon_factory().start("--projects-root", str(code))
     st = d.wait_live()
-    assert _got(d) == expected
+    # The history's last record (and the requests of its turn) once the file is quiet.
+    wait_for(lambda: _got(d) == expected, timeout=20)
     projects = st["projects"]
     assert projects["folders"] == [{"path": str(code), "exists": True}]
     assert sorted((f["agent"], os.path.relpath(f["path"], code)) for f in projects["files"]) == [
@@ -240,3 +242,28 @@ def test_kill9_during_the_backfill_gives_the_same_events(
     d.wait_live(timeout=300)
     assert signature(all_events(d)) == expected
     assert _got(d) == ref_sessions
+
+
+def test_what_aider_sent_the_model_is_scanned_and_never_stored(
+    tmp_path: Path, daemon_factory: DaemonFactory
+) -> None:
+    key = fragments("AK", "IA", "Q7RZ3KX9", "PLM2VNBX")
+    s = AiderSession(tmp_path / "code" / "app")
+    s.start()
+    s.typed("Read the config")
+    # The model was sent a file added to the chat; the chat shows only the answer.
+    s.request(f"Read the config\nconfig.env\nAWS_ACCESS_KEY_ID={key}", "Done.")
+    s.answer("Done.")
+    s.tokens("10", "2", cost="0.0001")
+    s.save()
+    d = daemon_factory().start("--projects-root", str(tmp_path / "code"))
+    d.wait_live()
+    wait_for(lambda: any(e["kind"] == "secret" for e in all_events(d)), timeout=20)
+    events = all_events(d)
+    secrets = [e for e in events if e["kind"] == "secret"]
+    assert len(secrets) == 1 and secrets[0]["session_id"].startswith("aider:")
+    assert secrets[0]["source_path"].endswith(CHAT)  # the source read (its companion beside)
+    assert not [e for e in events if e["kind"] == "request"]
+    assert key not in str(events)
+    db = (d.data_dir / "agentsrc.db").read_bytes()
+    assert key.encode() not in db

@@ -400,14 +400,26 @@ class AiderAdapter:
         found = blocks(text.lines, text.end)
         pending = found[-1] if found and not found[-1].complete else None
         offset = text.end if pending is None else pending.start
+        held: tuple[dict[str, Any], int, tuple[int, int]] | None = None
         for block in found:
             if block is pending:
                 break
+            if block is found[-1] and not final:
+                held = (copy.deepcopy(state), len(reader.out), reader.pointers())
             if not reader.block(block):
                 offset = block.start  # waits for more of a companion
-                pending = None
+                pending, held = None, None
                 break
         reader.settle(final=False)
+        if held is not None and reader.next_request < len(reader.requests):
+            # Requests of the last turn are not settled: the last record waits for the
+            # quiet read as an open one does, so the offset stays before it and the
+            # requests are scanned even when the daemon stops before the file is quiet.
+            state.clear()
+            state.update(held[0])
+            del reader.out[held[1]:]
+            reader.next_entry, reader.next_request = held[2]
+            pending, offset = found[-1], found[-1].start
         result = TextRead(reader.out, offset, None, reader.companion_offsets())
         if final and pending is not None and text.eof:
             # Quiet: the last record as it stands, on a copy; the state stays before it.
