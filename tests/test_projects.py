@@ -196,6 +196,14 @@ def test_live_aider_append_and_crush_insert_arrive_on_subscribe(
     assert prompts == [("aider", "second question"), ("crush", "question 2")]
     keys = [e["id"] for e in received]
     assert len(keys) == len(set(keys))
+    # A project folder that goes away leaves its session gone, as every source does.
+    shutil.rmtree(code / "app")
+
+    def states() -> dict[str, str]:
+        return {s["agent"]: s["source_state"]
+                for s in d.call("sessions.list", {"limit": 10})["sessions"]}
+
+    wait_for(lambda: states() == {"aider": "gone", "crush": "present"}, timeout=20)
 
 
 def _big_projects(code: Path) -> None:

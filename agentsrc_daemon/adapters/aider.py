@@ -42,6 +42,9 @@ one starts; the last one is emitted when the file has been quiet (``final``), an
 start is where the next read begins (``TextRead.reopen``), so a record that grows later
 is emitted again whole, its events under the same keys with a higher revision (the
 record's length). The persisted state is always the state before the last record.
+
+Over 600 lines: the chat's framing, its two companions' framing and the run's reading
+are one format (three files written together); each part alone would only be read here.
 """
 
 from __future__ import annotations
