@@ -142,6 +142,16 @@ def test_corpus_projects_are_found_and_counted_exactly(
         ("aider", f"Simple-Calulator/{CHAT}"), ("crush", "mcpfier/.crush/crush.db"),
         ("crush", "swift-kdl/.crush/crush.db")]
     assert projects["watch"] == "inotify" and projects["watched"] == 3
+    # `agentsrc status` and `agentsrc doctor` say the same.
+    lines = d.cli("status").stdout.splitlines()
+    assert [line.split()[1:] for line in lines if line.startswith("project:")] == [
+        ["aider", str(code / "Simple-Calulator" / CHAT)],
+        ["crush", str(code / "mcpfier" / ".crush" / "crush.db")],
+        ["crush", str(code / "swift-kdl" / ".crush" / "crush.db")]]
+    assert [line for line in lines if line.startswith("projects:")][0] == (
+        f"projects:  {code} (searched)")
+    doctor = d.cli("doctor", check=False).stdout
+    assert "3 found (inotify)" in doctor
     # The Aider run's reported cost, summed as Aider reported it.
     aider = next(k for k in expected if k.startswith("aider:"))
     usage = [e for e in all_events(d, session_id=aider) if e["kind"] == "usage"]
