@@ -529,9 +529,11 @@ def aider_counts(chat: Path) -> dict[str, Counts]:
                     text = text + " " + lines[i].strip()
             if text.startswith("Tokens: "):
                 m = re.match(r"Tokens: ([\d.,]+k?) sent(?:, ([\d.,]+k?) cache write)?"
-                             r"(?:, ([\d.,]+k?) cache hit)?, ([\d.,]+k?) received\.(?: +Cost: \$([\d.]+))?", text)
+                             r"(?:, ([\d.,]+k?) cache hit)?(?:, ([\d.,]+k?) cached)?"
+                             r", ([\d.,]+k?) received\.(?: +Cost: \$([\d.]+))?", text)
                 assert m is not None, text
-                sent, write, hit, received, cost = m.groups()
+                sent, write, hit, cached, received, cost = m.groups()
+                hit = hit or cached  # Aider before 0.6x: "N cached"
                 counts.usage["input_tokens"] += _aider_tokens(sent)
                 counts.usage["cache_creation_tokens"] += _aider_tokens(write) if write else 0
                 counts.usage["cache_read_tokens"] += _aider_tokens(hit) if hit else 0

@@ -353,3 +353,31 @@ def test_requests_of_the_last_turn_hold_its_last_record_until_quiet(tmp_path: Pa
     quiet, cursor = rounds(chat, cursor)
     assert Counter(e.kind for e in quiet if isinstance(e, Event))[REQUEST] == 1
     assert cursor.offset == chat.stat().st_size
+
+
+def test_older_cache_reports_and_the_records_named_for_fidelity(tmp_path: Path) -> None:
+    s = AiderSession(tmp_path / "p")
+    s.start()
+    s.typed("hello")
+    s.answer("Hi.")
+    s.note("Tokens: 1,200 sent, 800 cached, 30 received. Cost: $0.0050 message, $0.0050 session.")
+    s.note("Added notes.md to the chat.")
+    s.save()
+    chat = tmp_path / "p" / CHAT
+    spec = sources.project_file(str(chat))
+    assert spec is not None
+    cursor = Cursor(str(chat), "aider", sources.TEXT)
+    got = text_tail.read_source(spec, cursor, ADAPTER, ADAPTER, 1 << 20, MAX_LINE,
+                                now=chat.stat().st_mtime + 60)
+    assert got is not None
+    usage = [e for e in got.records if isinstance(e, Event) and e.kind == "usage"]
+    assert [(u.data["input_tokens"], u.data["cache_read_tokens"], u.data["cost"])
+            for u in usage] == [(1200, 800, 0.005)]
+    assert cursor.state is not None
+    named = [ADAPTER.record_kind(obj, cursor.state["adapter"]) + (obj["events"],)
+             for obj in got.read]
+    assert named == [
+        ("0.86.1", "run", False, False), ("0.86.1", "note/version", False, False),
+        ("0.86.1", "note/model", False, False), ("0.86.1", "note/output", True, False),
+        ("0.86.1", "input", False, True), ("0.86.1", "answer", False, True),
+        ("0.86.1", "note/tokens", False, True), ("0.86.1", "note/output", True, False)]

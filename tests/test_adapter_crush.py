@@ -195,7 +195,7 @@ def test_sub_agent_cost_counts_once_and_placeholders_are_no_titles(tmp_path: Pat
     events = final_events(records)
     assert events["crush:usage:parent"].data["cost"] == pytest.approx(0.30)
     child = events["crush:usage:child"].data
-    assert "cost" not in child and child["cost_in_parent"] == pytest.approx(0.10)
+    assert child["cost"] == 0.0 and child["cost_in_parent"] == pytest.approx(0.10)
     titles = [r.title for r in records if isinstance(r, SessionFacts) and r.title]
     assert titles == ["Fix the build"]
     parents = {r.native_id: r.parent_session_id for r in records if isinstance(r, SessionFacts)}

@@ -158,6 +158,25 @@ def test_corpus_projects_are_found_and_counted_exactly(
     assert round(sum(e.get("cost") or 0 for e in usage), 6) == 0.02702
     # The LLM history was scanned, never stored.
     assert not [e for e in all_events(d) if e["kind"] == "request"]
+    # The fidelity report: every record understood; the Aider records the raw count
+    # saw, as many (answers, token reports, applied edits, commits).
+    rows = d.call("fidelity", {})["rows"]
+    ours = [r for r in rows if r["adapter"] in ("aider", "crush")]
+    assert ours and not [r for r in ours if r["not_understood"]]
+    aider_types = {r["record_type"]: r["read"] for r in ours if r["adapter"] == "aider"}
+    assert {t: aider_types[t] for t in ("run", "answer", "note/tokens", "note/applied",
+                                        "note/commit")} == {
+        "run": 1, "answer": 20, "note/tokens": 20, "note/applied": 18, "note/commit": 3}
+    assert {r["record_type"]: r["read"] for r in ours if r["adapter"] == "crush"} == {
+        "row/messages": 118, "row/sessions": 4}
+    # Costs: Crush's as it recorded them (reported); Aider's reported where it printed
+    # a cost, estimated where it did not (a model it had no price for).
+    costs = {s["id"]: s["cost"] for s in d.call("sessions.list", {"limit": 100})["sessions"]}
+    crush = sorted((sid.split(":")[1][:8], c["kind"], c["usd"]) for sid, c in costs.items()
+                   if sid.startswith("crush:") and c["kind"] == "reported")
+    assert crush == [("536e738f", "reported", 0.47697), ("5ab22793", "reported", 0.48076),
+                     ("9685e101", "reported", 0.0)]
+    assert costs[aider]["kind"] == "mixed" and costs[aider]["usd"] > 0.02702
 
 
 def test_live_aider_append_and_crush_insert_arrive_on_subscribe(

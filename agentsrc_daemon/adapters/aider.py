@@ -67,6 +67,7 @@ from ..events import (
     TOOL_RESULT,
     USAGE,
     Drift,
+    Event,
     Record,
 )
 from .common import LineContext, LineRules, TextLines, TextRead, first_line, open_turn_in_state
@@ -91,6 +92,7 @@ _TOKENS = re.compile(
     rf"^Tokens: (?P<sent>{_NUMBER}) sent"
     rf"(?:, (?P<write>{_NUMBER}) cache write)?"
     rf"(?:, (?P<hit>{_NUMBER}) cache hit)?"
+    rf"(?:, (?P<cached>{_NUMBER}) cached)?"  # before 0.6x: the cache reads
     rf", (?P<recv>{_NUMBER}) received\."
     r"(?:\s+Cost: \$(?P<cost>[\d.]+) (?:message|request), \$(?P<total>[\d.]+) session\.)?"
     r"(?: Use --no-stream for accurate caching costs\.)?\s*$",
@@ -362,8 +364,8 @@ class AiderAdapter:
     name = NAME
 
     def record_kind(self, obj: Any, state: dict[str, Any]) -> tuple[str, str, bool]:
-        """(version, record type, ignored on purpose) of a record read (``{"type":
-        record_type(block)}``); the version is the run's (Aider's ``Aider v`` note)."""
+        """(version, record type, ignored on purpose) of a record read (an entry of
+        ``TextRead.read``); the version is the run's (Aider's ``Aider v`` note)."""
         run = state.get("run")
         version = _str(run.get("version")) if isinstance(run, dict) else None
         kind = obj.get("type") if isinstance(obj, dict) else None
@@ -403,12 +405,13 @@ class AiderAdapter:
         found = blocks(text.lines, text.end)
         pending = found[-1] if found and not found[-1].complete else None
         offset = text.end if pending is None else pending.start
-        held: tuple[dict[str, Any], int, tuple[int, int]] | None = None
+        held: tuple[dict[str, Any], int, tuple[int, int], int] | None = None
         for block in found:
             if block is pending:
                 break
             if block is found[-1] and not final:
-                held = (copy.deepcopy(state), len(reader.out), reader.pointers())
+                held = (copy.deepcopy(state), len(reader.out), reader.pointers(),
+                        len(reader.read))
             if not reader.block(block):
                 offset = block.start  # waits for more of a companion
                 pending, held = None, None
@@ -421,9 +424,10 @@ class AiderAdapter:
             state.clear()
             state.update(held[0])
             del reader.out[held[1]:]
+            del reader.read[held[3]:]
             reader.next_entry, reader.next_request = held[2]
             pending, offset = found[-1], found[-1].start
-        result = TextRead(reader.out, offset, None, reader.companion_offsets())
+        result = TextRead(reader.out, offset, None, reader.companion_offsets(), reader.read)
         if final and pending is not None and text.eof:
             # Quiet: the last record as it stands, on a copy; the state stays before it.
             flush = _Reader(source_path, copy.deepcopy(state), reader.entries, reader.requests,
@@ -458,6 +462,7 @@ class _Reader:
         self.companions = companions
         self.next_entry, self.next_request = pointers or (0, 0)
         self.out: list[Record] = []
+        self.read: list[dict[str, Any]] = []  # the records read (TextRead.read)
         self.project = project_of(source_path)
 
     def pointers(self) -> tuple[int, int]:
@@ -498,7 +503,17 @@ class _Reader:
     # -- blocks
 
     def block(self, block: Block) -> bool:
-        """Read one record; False when it waits for more of a companion."""
+        """Read one record; False when it waits for more of a companion. A record read
+        is named in ``read`` for the fidelity tally, with what became of it."""
+        before = len(self.out)
+        done = self._block(block)
+        if done:
+            made = [type(r) for r in self.out[before:]]
+            self.read.append({"type": record_type(block), "events": Event in made,
+                              "drift": Drift in made})
+        return done
+
+    def _block(self, block: Block) -> bool:
         if block.kind == RUN:
             return self._run(block)
         if self.run is None:
@@ -663,7 +678,8 @@ class _Reader:
     def _usage(self, block: Block, m: re.Match[str]) -> None:
         run = self.run
         assert run is not None
-        sent, write, hit = _tokens(m["sent"]), _tokens(m["write"]), _tokens(m["hit"])
+        sent, write = _tokens(m["sent"]), _tokens(m["write"])
+        hit = _tokens(m["hit"]) or _tokens(m["cached"])
         received = _tokens(m["recv"])
         data: dict[str, Any] = {
             "input_tokens": sent,

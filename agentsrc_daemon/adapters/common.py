@@ -271,6 +271,9 @@ class TextRead:
     reopen: int | None = None
     # Each companion's new offset (what was used of it).
     companions: dict[str, int] = field(default_factory=dict)
+    # The final records read, for the fidelity tally: each a small object the adapter's
+    # ``record_kind`` names, with what became of it ({"type", "events", "drift"}).
+    read: list[dict[str, Any]] = field(default_factory=list)
 
 
 # ---- the per-line context ------------------------------------------------------------

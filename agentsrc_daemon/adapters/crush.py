@@ -30,8 +30,8 @@ Usage: Crush keeps no per-request usage, only each session's row. One ``usage`` 
 per session (key ``crush:usage:<session>``) carries that row as it stands: the last
 request's prompt and completion tokens, and the session's cost as ``cost`` (reported),
 re-emitted with a higher revision whenever the row changes. A sub-agent session's cost
-is already in its parent's (Crush adds it there): it is kept as ``cost_in_parent``, not
-``cost``, so a sum over sessions counts it once.
+is already in its parent's (Crush adds it there): it is kept as ``cost_in_parent`` and
+its ``cost`` is 0, so a sum over sessions, priced or not, counts it once.
 """
 
 from __future__ import annotations
@@ -272,7 +272,11 @@ def _usage_event(ctx: LineContext, native: str, entry: dict[str, Any], fingerpri
     }
     parent = _str(entry.get("parent"))
     if parent and not native.startswith(TITLE_SESSION_PREFIX):
-        data["cost_in_parent"] = cost  # Crush added it to the parent's cost too
+        # Crush added it to the parent's cost too: reported here as 0, so neither a sum
+        # over sessions nor the pricing stage (which estimates a usage with no cost of
+        # its own) counts it twice.
+        data["cost_in_parent"] = cost
+        data["cost"] = 0.0
     else:
         data["cost"] = cost
     return ctx.event(USAGE, f"{NAME}:usage:{native}", ts=ts, turn_id=None,

@@ -638,6 +638,7 @@ class Ingestor:
             log.info("source_reset", path=spec.path, reason=got.reset)
         produced: list[Event] = []
         sessions_seen: set[str] = set()
+        _tally_text(batch, spec.adapter, self.adapters[spec.adapter], got.read, cursor.state)
         for rec in got.records:
             self._route(rec, spec.path, "\0", 0, produced, sessions_seen, batch)
         self._finish(produced, sessions_seen, spec.path, batch)
@@ -734,6 +735,23 @@ def _tally_rows(
         tally_record(batch.fidelity, *key, NOT_UNDERSTOOD)
     for _ in range(rows - min(drift, rows)):
         tally_record(batch.fidelity, *key, rest)
+
+
+def _tally_text(
+    batch: Batch, name: str, adapter: Adapter, read: list[dict[str, Any]], state: Any
+) -> None:
+    """The final records of a text source's read (``TextRead.read``), each counted by
+    what became of it, named by the adapter's ``record_kind``."""
+    adapter_state = state.get(ADAPTER_STATE) if isinstance(state, dict) else None
+    for obj in read:
+        version, record_type, ignored = record_kind(adapter, obj, adapter_state)
+        if obj.get("drift"):
+            outcome = NOT_UNDERSTOOD
+        elif obj.get("events"):
+            outcome = EVENTS
+        else:
+            outcome = IGNORED if ignored else FOLDED
+        tally_record(batch.fidelity, name, version, record_type, outcome)
 
 
 def _count_adapter_error(cursor: Cursor, exc: Exception, offset: int | None = None) -> None:

@@ -52,6 +52,7 @@ class TextRound:
     more: bool = False  # the budget cut the read short
     retry_after: float | None = None  # a record still open: read again after this long
     reset: str | None = None  # why the cursor went back to 0
+    read: list[dict[str, Any]] = field(default_factory=list)  # TextRead.read (fidelity)
 
 
 def read_source(
@@ -111,7 +112,7 @@ def _read(
     quiet_for = now - st.st_mtime
     final = read.lines.eof and quiet_for >= QUIET_S
     result = reader.parse_text(read.lines, companions, spec.path, adapter_state, final=final)
-    out.records = result.records
+    out.records, out.read = result.records, result.read
     cursor.lines += len(read.lines.lines)
     out.bytes = max(0, result.offset - cursor.offset)
     cursor.offset = max(result.offset, start)
