@@ -23,6 +23,7 @@ Example config file::
     # Kilo Code): a list, or one path; $AGENTSRC_EDITORS_ROOT and --editors-root take
     # paths separated by ':'.
     editors = ["~/.config/Code/User", "~/.config/VSCodium/User"]
+    projects = ["~/code", "~/work"]  # folders of projects (Aider, Crush keep files there)
 
     [daemon]
     data_dir = "~/.local/share/agentsrc"
@@ -369,6 +370,9 @@ class Tuning:
     gc_freeze: bool = True
     # AGENTSRC_PROFILE_START=FILE: cProfile from start until live, written to FILE.
     profile_start: Path | None = None
+    # AGENTSRC_PROJECT_SCAN_INTERVAL: seconds between project scans before their pacing
+    # (ingest/project_scan.py).
+    project_scan_interval: float | None = None
 
 
 def _count(env: Mapping[str, str], name: str) -> int | None:
@@ -389,6 +393,10 @@ def tuning_from(env: Mapping[str, str]) -> Tuning:
     except ValueError:
         slow_ms = None
     profile = env.get("AGENTSRC_PROFILE_START", "").strip()
+    try:
+        project_scan = float(env.get("AGENTSRC_PROJECT_SCAN_INTERVAL", "").strip() or "nan")
+    except ValueError:
+        project_scan = float("nan")
     return Tuning(
         workers=_count(env, "AGENTSRC_WORKERS"),
         worker_min_backlog=_count(env, "AGENTSRC_WORKER_MIN_BACKLOG"),
@@ -402,6 +410,7 @@ def tuning_from(env: Mapping[str, str]) -> Tuning:
         checkpoint_thread=_switch(env, "AGENTSRC_CHECKPOINT_THREAD"),
         gc_freeze=_switch(env, "AGENTSRC_GC_FREEZE"),
         profile_start=Path(profile) if profile else None,
+        project_scan_interval=project_scan if project_scan > 0 else None,
     )
 
 
@@ -456,6 +465,10 @@ class Config:
     # $OPENCODE_DB when it names a file (absolute, or relative to the OpenCode root);
     # None: the root's own opencode*.db files.
     opencode_db: Path | None = None
+    # Folders of projects, searched for the files agents keep in a project (Aider,
+    # Crush: ingest/project_scan.py): --projects-root > $AGENTSRC_PROJECTS > [roots]
+    # projects; none by default (the project roots of known sessions are searched too).
+    project_folders: list[Path] = field(default_factory=list)
     config_file: Path | None = None
     reconcile_interval: float = 30.0
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
@@ -496,6 +509,7 @@ class Config:
         self.max_line_bytes = new.max_line_bytes
         self.scan = new.scan
         self.prices = new.prices
+        self.project_folders = new.project_folders  # the next project scan uses them
         return self.restart_needed_for(new)
 
     def restart_needed_for(self, new: Config) -> list[str]:
@@ -584,6 +598,39 @@ def _scan_config(table: Mapping[str, Any], env: Mapping[str, str]) -> ScanConfig
     if env.get("AGENTSRC_SCAN_EXCLUDE_PATHS"):
         sc.exclude_paths = [p for p in env["AGENTSRC_SCAN_EXCLUDE_PATHS"].split(":") if p]
     return sc
+
+
+PROJECTS_ENV = "AGENTSRC_PROJECTS"
+PROJECTS_FLAG = "--projects-root"
+
+
+def _project_folders(
+    flag: Any, env: Mapping[str, str], file_value: Any, home: Path
+) -> list[Path]:
+    """The named folders of projects: the flag's (repeatable; each may hold several
+    paths separated by ``:``), else $AGENTSRC_PROJECTS (``:``-separated), else
+    ``[roots] projects`` (a list, or one string); the first that is given wins."""
+    if flag:
+        given: list[str] = [str(v) for v in ([flag] if isinstance(flag, str | Path) else flag)]
+    elif env.get(PROJECTS_ENV):
+        given = [env[PROJECTS_ENV]]
+    elif file_value:
+        if isinstance(file_value, str):
+            given = [file_value]
+        elif isinstance(file_value, list) and all(isinstance(v, str) for v in file_value):
+            given = list(file_value)
+        else:
+            raise ConfigError("[roots] projects must be a list of folders")
+    else:
+        return []
+    out: list[Path] = []
+    for value in given:
+        for part in value.split(os.pathsep):
+            if part.strip():
+                path = _expand(part.strip(), home)
+                if path not in out:
+                    out.append(path)
+    return out
 
 
 def _opencode_db(env: Mapping[str, str], root: Path, home: Path) -> Path | None:
@@ -678,11 +725,13 @@ def load_config(
     config_file: str | Path | None = None,
     data_dir: str | Path | None = None,
     socket_path: str | Path | None = None,
+    projects: Any = None,
     **root_flags: str | Path | None,
 ) -> Config:
     """Resolve the configuration. Keyword arguments are command-line flags (None: unset);
     ``<key>_root`` for an agent's root (ROOTS), ``editors_root`` for the editors' user
-    dirs (a path, or paths separated by ':')."""
+    dirs (a path, or paths separated by ':'); ``projects`` for --projects-root (a list
+    of the values given)."""
     unknown = set(root_flags) - {spec.field for spec in ROOTS} - {EDITORS_FIELD}
     if unknown:
         raise TypeError(f"load_config() got unexpected keyword arguments {sorted(unknown)}")
@@ -720,6 +769,7 @@ def load_config(
         **root_paths,  # type: ignore[arg-type]
         editor_dirs=editor_dirs,
         opencode_db=_opencode_db(env, root_paths["opencode_root"], home),
+        project_folders=_project_folders(projects, env, roots.get("projects"), home),
         data_dir=data,
         socket_path=sock,
         config_file=cfg_path if cfg_path.exists() else None,

@@ -35,8 +35,10 @@ from .config import Config, load_config
 from .errors import AlreadyRunning
 from .ingest import sources
 from .ingest.committer import Committer, StoreErrors
+from .ingest.dir_watch import DirWatch
 from .ingest.priority import LivePriority
 from .ingest.progress import Backlog, Progress
+from .ingest.project_scan import ProjectScan
 from .ingest.queue import SourceQueue
 from .ingest.round import Ingestor
 from .ingest.scheduler import FILE_BUDGET_BYTES, RoundScheduler
@@ -46,7 +48,7 @@ from .ingest.watch import DirtySet, Watcher
 from .pricing.stage import PriceStage
 from .rpc import methods as rpc
 from .rpc.transport import Hub, Server
-from .store import Reader, Store
+from .store import Reader, Store, project_roots
 from .store import sink as sink_store
 from .store.migrations.runner import chunked_pending
 from .store.wal import Checkpointer, WalUpkeep
@@ -111,6 +113,14 @@ class Daemon:
         self.hub = Hub()
         self.timer = StepTimer(cfg.tuning.slow_step_ms)
         self.queue = SourceQueue(cfg)
+        # The files agents keep in projects (Aider, Crush): found by a paced scan of the
+        # named folders and the sessions' project roots, watched folder by folder.
+        self.projects = ProjectScan(lambda: self.cfg.project_folders,
+                                    lambda: project_roots(self.components.store.conn))
+        if cfg.tuning.project_scan_interval is not None:
+            self.projects.base_interval = cfg.tuning.project_scan_interval
+        self.queue.projects = self.projects
+        self.dir_watch = DirWatch(self.dirty)
         self.progress = Progress()
         self.errors = StoreErrors()
         # When the loop yields to live appends, and how large its backfill pieces are.
@@ -123,6 +133,8 @@ class Daemon:
         self.board = StatusBoard(cfg, self.progress, self.backlog, self.queue, self.errors,
                                  self.hub, lambda: self.components.scheduler.has_work(),
                                  lambda: self.components.committer.deferred_work())
+        self.board.projects = lambda: {**self.projects.status(), "watch": self.dir_watch.mode,
+                                       "watched": self.dir_watch.watched()}
         self._profile = StartProfile(cfg.tuning.profile_start)  # off unless asked
         self.prices: PriceStage | None = None  # the pricing stage (pricing/stage.py)
 
@@ -252,6 +264,8 @@ class Daemon:
         # comes first, and status must not look like a migration at 0%.
         phases = StartPhases()
         self._wire(lock_fd, server, phases)
+        self._scan_projects(initial=True)  # its files are in the first reconcile
+        phases.done("projects")
         # The first reconcile before the socket answers, so status never reports a
         # catch-up whose totals are not known yet (with six roots and their watch points
         # that window was long enough to be seen).
@@ -293,6 +307,15 @@ class Daemon:
 
     def _scan_root(self, root: Path) -> None:
         self.queue.scan_dir(root, self.components.ingestor)
+
+    def _scan_projects(self, initial: bool = False) -> None:
+        """A project scan pass: the files found are watched, the new ones queued, the
+        ones no longer found read once more (gone, most likely)."""
+        added, removed = self.projects.run()
+        self.dir_watch.set_files(self.projects.found)
+        if not initial:
+            self.queue.found(added, self.components.ingestor)
+            self.queue.requeue(removed)
 
     # ---- the loop ------------------------------------------------------------------
 
@@ -348,7 +371,11 @@ class Daemon:
         if now >= due.root_check:
             with self.timer.step("check_roots"):
                 parts.watcher.check_roots()
+                self.dir_watch.poll()  # only without inotify
             due.root_check = now + ROOT_CHECK_INTERVAL_S
+        if now >= self.projects.due:
+            with self.timer.step("project_scan"):
+                self._scan_projects()
         if self.dirty.take_reconcile_request():
             log.warning("inotify_overflow_reconcile")
             due.reconcile = now
@@ -421,7 +448,7 @@ class Daemon:
     def _sleep(self, due: _Due) -> None:
         """Until the next periodic job, a retry, the WAL's idle truncation, or the
         watcher's wake-up, whichever comes first."""
-        wake_at = min(due.reconcile, due.root_check)
+        wake_at = min(due.reconcile, due.root_check, self.projects.due)
         retry = self.queue.next_retry()
         if retry is not None:
             wake_at = min(wake_at, retry)
@@ -472,6 +499,7 @@ class Daemon:
         # The batch carried and the rounds in the workers' hands: committed too.
         parts.scheduler.flush()
         parts.watcher.stop()
+        self.dir_watch.stop()
         parts.server.stop()
         parts.ingestor.close()
         if parts.checkpointer is not None:

@@ -35,6 +35,8 @@ AGENTS = (
     "roo-code",
     "kilo-code",
     "continue",
+    "crush",
+    "aider",
 )
 
 # Event kinds. Strings, not an enum, because they travel as-is through SQLite and JSON.
@@ -55,6 +57,10 @@ EDIT = "edit"
 COMMAND = "command"
 SECRET = "secret"
 SENSITIVE_READ = "sensitive_read"
+# Transient kinds: made by an adapter for the scan stage only, never stored (ingest drops
+# them once scanned; what the scan found is stored as ``secret`` events).
+REQUEST = "request"  # what a model was sent (Aider's LLM history): scanned, never kept
+TRANSIENT_KINDS = frozenset({REQUEST})
 
 # Stored prompt and assistant text is cut here (ingest records the full length in
 # ``text_chars``): a pasted 50 MB log is not worth keeping whole, and holding it twice

@@ -6,7 +6,7 @@ and ratios; docs/performance.md records them with the command that made them.
     .venv/bin/python bench/run.py answers [--copies 3] [--baseline main]
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
     .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
-    .venv/bin/python bench/run.py idle [--files 500] [--seconds 60]
+    .venv/bin/python bench/run.py idle [--files 500] [--seconds 60] [--projects 2000]
     .venv/bin/python bench/run.py settle [--copies 100] [--window 60] [--idle 600]
     .venv/bin/python bench/run.py resident --store DIR [--seconds 600]
     .venv/bin/python bench/run.py cli [--runs 30]
@@ -758,18 +758,24 @@ def bench_idle(args: argparse.Namespace) -> None:
             "message": {"role": "user", "content": "hello"},
         }
         (proj / f"{i:08d}-1111-1111-1111-111111111111.jsonl").write_bytes(orjson.dumps(rec) + b"\n")
-    d = Daemon(home)
+    env: dict[str, str] = {}
+    aider = _idle_projects(base / "code", args.projects) if args.projects else 0
+    if args.projects:
+        env["AGENTSRC_PROJECTS"] = str(base / "code")
+    d = Daemon(home, env=env)
     try:
         d.start()
         st = d.wait_live()
-        assert st["files"] == args.files, st["files"]
+        assert st["files"] == args.files + aider, st["files"]
         time.sleep(2)
         assert d.proc is not None
         # schedstat, not /proc/<pid>/stat: its 10 ms ticks are a third of what is measured.
         c0, t0 = _task_cpu(d.proc.pid), time.perf_counter()
         time.sleep(args.seconds)
         c1, t1 = _task_cpu(d.proc.pid), time.perf_counter()
-        rec = d.call("status").get("reconcile", {})
+        status = d.call("status")
+        rec = status.get("reconcile", {})
+        projects = status.get("projects", {}).get("scan", {})
     finally:
         d.stop()
         shutil.rmtree(base, ignore_errors=True)
@@ -784,6 +790,31 @@ def bench_idle(args: argparse.Namespace) -> None:
         share = rec["cpu_ms"] / 1000 / rec["interval_s"] * 100
         print(f"  reconcile: {rec['files']} files, {rec['cpu_ms']:.0f} ms CPU per scan, every "
               f"{rec['interval_s']:.0f} s = {share:.3f}% of a core; {rec['scans']} scans")
+    if args.projects and projects:
+        share = projects["cpu_ms"] / 1000 / projects["interval_s"] * 100
+        print(f"  project scan: {args.projects} projects, {projects['dirs']} folders listed, "
+              f"{projects['files']} files found, {projects['cpu_ms']:.0f} ms CPU per pass, every "
+              f"{projects['interval_s']:.0f} s = {share:.4f}% of a core; {projects['passes']} passes")
+
+
+def _idle_projects(code: Path, n: int) -> int:
+    """``n`` project folders as people have them (sources, a .git, node_modules, a
+    virtual environment in some), one in 20 with an Aider history; how many of those."""
+    aider = 0
+    for i in range(n):
+        proj = code / f"group{i % 40}" / f"project-{i}"
+        for sub in ("src/pkg", ".git/objects", "node_modules/dep", "docs"):
+            (proj / sub).mkdir(parents=True, exist_ok=True)
+        for name in ("src/pkg/main.py", "src/pkg/util.py", "docs/index.md", "README.md"):
+            (proj / name).write_text("x\n")
+        if i % 10 == 0:
+            (proj / ".venv").mkdir(exist_ok=True)
+            (proj / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
+        if i % 20 == 0:
+            (proj / ".aider.chat.history.md").write_text(
+                "\n# aider chat started at 2026-01-15 10:00:00\n\n#### hello  \n")
+            aider += 1
+    return aider
 
 
 SETTLE_TARGET_MS = 20.0  # issue 31: every page method's p99, from live on
@@ -1246,6 +1277,8 @@ def main() -> None:
     idle = sub.add_parser("idle")
     idle.add_argument("--files", type=int, default=500)
     idle.add_argument("--seconds", type=float, default=60)
+    idle.add_argument("--projects", type=int, default=0,
+                      help="project folders under a folder named with $AGENTSRC_PROJECTS")
     su = sub.add_parser("startup")
     su.add_argument("--store", required=True)
     su.add_argument("--repeats", type=int, default=3)
@@ -1300,7 +1333,7 @@ def main() -> None:
         bench_latency(argparse.Namespace(files=20, appends=50, backfill_copies=0, bigstore="",
                                          baseline="", runs=1, slow_step_ms=30.0,
                                          workdir="/tmp/agentsrc-bench"))
-        bench_idle(argparse.Namespace(files=500, seconds=60))
+        bench_idle(argparse.Namespace(files=500, seconds=60, projects=0))
     else:
         {"backfill": bench_backfill, "backfill-index": bench_backfill_index,
          "latency": bench_latency, "idle": bench_idle, "sink": bench_sink, "cli": bench_cli,

@@ -20,7 +20,6 @@ import pytest
 # that today's adapters do not read in full, each with the work that reads them.
 NOT_YET_READ: dict[str, str] = {
     # Agents agentsrc has no adapter for yet (no root watches these folders).
-    "code/": "issue 30: Aider and Crush",
 }
 
 
@@ -68,6 +67,16 @@ def copy_read_corpus(dest: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target)
     return dest
+
+
+def project_files(home: Path) -> dict[str, list[str]]:
+    """The files agents keep in the projects under ``home/code`` (the folder the corpus
+    keeps them in: a daemon finds them when it is named, --projects-root), by agent."""
+    code = home / "code"
+    return {
+        "aider": sorted(str(p) for p in code.rglob(".aider.chat.history.md")),
+        "crush": sorted(str(p) for p in code.rglob(".crush/crush.db")),
+    }
 
 
 def source_files(home: Path) -> dict[str, list[str]]:

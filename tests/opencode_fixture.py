@@ -12,7 +12,8 @@ import orjson
 
 from agentsrc_daemon.adapters.opencode import ADAPTER, records_from_rows
 from agentsrc_daemon.events import Record
-from agentsrc_daemon.ingest.opencode_db import OpenCodeDB
+from agentsrc_daemon.ingest.agent_db import AgentDB
+from agentsrc_daemon.ingest.db_schemas import OPENCODE
 
 FIXTURES = Path(__file__).parent / "fixtures" / "opencode"
 SCHEMA_SQL = FIXTURES / "schema.sql"
@@ -45,7 +46,7 @@ def read_db(
     state = ADAPTER.initial_state(str(path)) if state is None else state
     records: list[Record] = []
     cursor: dict[str, Any] | None = None
-    with OpenCodeDB(str(path), **reader_options) as db:
+    with AgentDB(str(path), OPENCODE, **reader_options) as db:
         for _ in range(10_000):
             result = db.poll(cursor)
             assert not result.busy and not result.errors, result.errors

@@ -15,7 +15,9 @@ follow the same decision, so the two can be compared.
   code-mode script made, which Codex records as items of their own);
 * commands: the exit code of each shell command that ran (None when none was recorded);
 * edits: (file name, operation) for each file an edit touched;
-* usage: token totals, each response counted once.
+* usage: token totals, each response counted once;
+* reported_cost: the dollars the agent itself recorded (Aider's message costs, Crush's
+  session costs: a sub-agent session's once, in its parent's).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Counts:
     commands: list[int | None] = field(default_factory=list)
     edits: list[tuple[str, str]] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    reported_cost: float = 0.0
 
     def normalized(self) -> Counts:
         """Order-free: commands and edits sorted."""
@@ -57,6 +60,7 @@ class Counts:
             sorted(self.commands, key=lambda c: (c is None, c)),
             sorted(self.edits),
             dict(self.usage),
+            round(self.reported_cost, 6),
         )
 
 
@@ -443,3 +447,184 @@ def gemini_counts(path: Path) -> tuple[Counts, set[str]]:
             counts.usage["reasoning_tokens"] += tokens.get("thoughts") or 0
             counts.usage["total_tokens"] += tokens.get("total") or 0
     return counts.normalized(), rewound
+
+
+# --------------------------------------------------------------------------- Aider
+
+_AIDER_RUN = "# aider chat started at "
+_AIDER_CHAT_COMMANDS = ("/code", "/ask", "/architect", "/context", "/help")
+
+
+def _aider_tokens(text: str) -> int:
+    text = text.replace(",", "")
+    return round(float(text[:-1]) * 1000) if text.endswith("k") else int(float(text))
+
+
+def aider_counts(chat: Path) -> dict[str, Counts]:
+    """Per run (keyed by its start as written), from the Markdown as aider/io.py writes
+    it: ``#### `` lines ending in two spaces are typed input (a block of them one
+    input); ``> `` notes end in two spaces, and a note whose first line does not runs on
+    to the line that does; any other line after a blank one starts the model's answer,
+    which runs to the next input, note or run. Prompts: inputs that are not slash
+    commands, Aider's answered questions, empty inputs or the copy Aider writes of a
+    chat command's argument (a chat command with an argument is one prompt). Tool calls:
+    ``Applied edit to``, ``Commit``, ``Running`` notes, and ``!``, ``/run``, ``/test``,
+    ``/git`` inputs (commands, no exit code). Edits: write when the file was confirmed
+    created or the edit format rewrites whole files, else update."""
+    runs: dict[str, Counts] = {}
+    counts: Counts | None = None
+    lines = chat.read_text(encoding="utf-8", errors="replace").split("\n")
+    mode = ""  # "", "note" (a note runs on), "answer"
+    fmt, created, last_note, echo = "", [], "", None
+    i = 0
+    while i < len(lines):
+        line = lines[i].removesuffix("\r")
+        i += 1
+        if mode == "note":
+            if line.endswith("  "):
+                mode = ""
+            continue
+        is_input = line.startswith("#### ") and line.endswith("  ")
+        is_note = line.startswith(">") and (line.startswith("> ") or line.strip() == ">")
+        if mode == "answer" and not (line.startswith(_AIDER_RUN) or is_input
+                                     or (is_note and line.endswith("  "))
+                                     or line.startswith("> Tokens: ")):
+            continue
+        mode = ""
+        if line.startswith(_AIDER_RUN):
+            counts = runs.setdefault(line[len(_AIDER_RUN):].strip(), Counts())
+            fmt, created, last_note, echo = "", [], "", None
+            continue
+        if counts is None or not line.strip():
+            continue
+        if is_input:
+            block = [line[5:-2]]
+            while i < len(lines) and lines[i].startswith("#### ") and lines[i].endswith("  "):
+                block.append(lines[i][5:-2])
+                i += 1
+            typed = "\n".join(block)
+            if not typed.strip() or typed.strip() == "<blank>" or "(Y)es/(N)o" in typed:
+                continue
+            if echo is not None and (typed == echo or (echo == "/help" and typed.startswith("# Question: "))):
+                echo = None
+                continue
+            echo = None
+            word, _, rest = typed.partition(" ")
+            if typed.startswith("!") or word in ("/run", "/test", "/git"):
+                counts.tool_calls += 1
+                counts.commands.append(None)
+            elif word in _AIDER_CHAT_COMMANDS and rest.strip():
+                counts.prompts += 1
+                created = []
+                echo = "/help" if word == "/help" else rest.strip()
+            elif not word.startswith("/"):
+                counts.prompts += 1
+                created = []
+            continue
+        if is_note:
+            text = line[2:].rstrip() if line.startswith("> ") else ""
+            if not line.endswith("  "):
+                mode = "note"
+                if text.startswith("Tokens: "):  # the cost is on the note's last line
+                    text = text + " " + lines[i].strip()
+            if text.startswith("Tokens: "):
+                m = re.match(r"Tokens: ([\d.,]+k?) sent(?:, ([\d.,]+k?) cache write)?"
+                             r"(?:, ([\d.,]+k?) cache hit)?(?:, ([\d.,]+k?) cached)?"
+                             r", ([\d.,]+k?) received\.(?: +Cost: \$([\d.]+))?", text)
+                assert m is not None, text
+                sent, write, hit, cached, received, cost = m.groups()
+                hit = hit or cached  # Aider before 0.6x: "N cached"
+                counts.usage["input_tokens"] += _aider_tokens(sent)
+                counts.usage["cache_creation_tokens"] += _aider_tokens(write) if write else 0
+                counts.usage["cache_read_tokens"] += _aider_tokens(hit) if hit else 0
+                counts.usage["output_tokens"] += _aider_tokens(received)
+                counts.usage["total_tokens"] += _aider_tokens(sent) + _aider_tokens(received)
+                counts.reported_cost += float(cost) if cost else 0.0
+            elif text.startswith("Applied edit to "):
+                path = text[len("Applied edit to "):]
+                counts.tool_calls += 1
+                whole = fmt in ("whole", "editor-whole")
+                counts.edits.append((_name(path), "write" if whole or path in created else "update"))
+            elif re.match(r"Commit [0-9a-f]{7,40} ", text):
+                counts.tool_calls += 1
+            elif text.startswith("Running "):
+                counts.tool_calls += 1
+                counts.commands.append(None)
+            elif text.startswith("Main model: ") and " with " in text:
+                fmt = text.split(" with ", 1)[1].split(" ", 1)[0]
+            elif text.startswith("Create new file?") and text.rstrip().endswith(": y"):
+                created.append(last_note)
+            last_note = text
+            continue
+        mode = "answer"
+        counts.messages += 1
+    return {start: c.normalized() for start, c in runs.items()}
+
+
+# --------------------------------------------------------------------------- Crush
+
+CRUSH_EDITS = {"write": "write", "edit": "update", "multiedit": "update"}
+_CRUSH_EXIT = re.compile(r"Exit code (-?\d+)\s*$")
+CRUSH_INIT_PROMPTS = ("`Please analyze this codebase and create a **CRUSH.md** file",
+                      "Analyze this codebase and create/update **")
+
+
+def crush_counts(db: Path) -> dict[str, Counts]:
+    """Per session, from a copy of a Crush database read with the standard library:
+    prompts are user messages other than Crush's initialize prompt; messages the
+    non-empty text parts of finished assistant messages; tool calls their tool_call
+    parts; commands the bash results' exit codes (the last ``Exit code N`` of the run's
+    output, 0 without one, None for a refused call); edits write/edit/multiedit calls
+    (an edit with an empty old_string writes); usage the session row's tokens; cost the
+    session row's, a sub-agent's counted once, in its parent's."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    out: dict[str, Counts] = {}
+    parents: dict[str, str | None] = {}
+    for sid, parent, prompt, completion, cost in conn.execute(
+        "SELECT id, parent_session_id, prompt_tokens, completion_tokens, cost FROM sessions"
+    ):
+        c = out.setdefault(sid, Counts())
+        parents[sid] = parent
+        c.usage["input_tokens"] = prompt
+        c.usage["output_tokens"] = completion
+        c.usage["total_tokens"] = prompt + completion
+        c.reported_cost = 0.0 if parent and not sid.startswith("title-") else cost
+    for sid, role, parts_json, finished in conn.execute(
+        "SELECT session_id, role, parts, finished_at FROM messages ORDER BY rowid"
+    ):
+        c = out.setdefault(sid, Counts())
+        parts = json.loads(parts_json)
+        if role == "user":
+            text = "\n".join(p["data"].get("text", "") for p in parts if p["type"] == "text")
+            if text.strip() and not text.strip().startswith(CRUSH_INIT_PROMPTS):
+                c.prompts += 1
+        elif role == "assistant":
+            if not any(p["type"] == "finish" for p in parts) and finished is None:
+                continue
+            for p in parts:
+                data = p["data"]
+                if p["type"] == "text" and data.get("text", "").strip():
+                    c.messages += 1
+                elif p["type"] == "tool_call":
+                    c.tool_calls += 1
+                    args = json.loads(data.get("input") or "{}")
+                    if data["name"] in CRUSH_EDITS:
+                        op = CRUSH_EDITS[data["name"]]
+                        if data["name"] == "edit" and args.get("old_string") == "":
+                            op = "write"
+                        c.edits.append((_name(args.get("file_path", "")), op))
+        elif role == "tool":
+            for p in parts:
+                data = p["data"]
+                if p["type"] != "tool_result" or not data.get("metadata", "").startswith('{"start_time"'):
+                    continue
+                if data.get("is_error"):
+                    c.commands.append(None)
+                    continue
+                output = json.loads(data["metadata"]).get("output", "")
+                match = _CRUSH_EXIT.search(output.rstrip())
+                c.commands.append(int(match.group(1)) if match else 0)
+    conn.close()
+    return {sid: c.normalized() for sid, c in out.items()}

@@ -41,7 +41,8 @@ from agentsrc_daemon.events import (
     SessionFacts,
     TurnFacts,
 )
-from agentsrc_daemon.ingest.opencode_db import OpenCodeDB
+from agentsrc_daemon.ingest.agent_db import AgentDB
+from agentsrc_daemon.ingest.db_schemas import OPENCODE
 from agentsrc_daemon.secrets.engine import SecretScanner
 from agentsrc_daemon.secrets.stage import SecretStage
 
@@ -519,7 +520,7 @@ def fixture_pages(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, d
     path = tmp_path_factory.mktemp("oc") / "opencode.db"
     build_db(path)
     out: list[tuple[str, dict[str, Any]]] = []
-    with OpenCodeDB(str(path)) as db:
+    with AgentDB(str(path), OPENCODE) as db:
         result = db.poll(None)
         assert not result.more
         for page in result.pages:

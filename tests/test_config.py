@@ -135,3 +135,22 @@ def test_only_config_reads_the_environment_and_no_test_hook_is_left() -> None:
     elsewhere = [f for f in found if f.startswith("cli/statusline.py:")]
     assert len(elsewhere) == 1
     assert [f for f in found if f not in elsewhere] == []
+
+
+def test_project_folders_flag_then_environment_then_file(tmp_path: Path) -> None:
+    cfg_file = tmp_path / "config.toml"
+    cfg_file.write_text('[roots]\nprojects = ["~/code", "~/work"]\n')
+    env = {"HOME": str(tmp_path)}
+    assert load_config(env=env).project_folders == []  # none named by default
+    assert load_config(env=env, config_file=cfg_file).project_folders == [
+        tmp_path / "code", tmp_path / "work"]
+    env["AGENTSRC_PROJECTS"] = f"~/a:{tmp_path / 'b'}:"
+    assert load_config(env=env, config_file=cfg_file).project_folders == [
+        tmp_path / "a", tmp_path / "b"]
+    # --projects-root, repeatable, each value maybe several folders.
+    assert load_config(env=env, config_file=cfg_file,
+                       projects=["~/x", "~/y:~/x"]).project_folders == [
+        tmp_path / "x", tmp_path / "y"]
+    cfg_file.write_text("[roots]\nprojects = 3\n")
+    with pytest.raises(ConfigError, match="projects"):
+        load_config(env={"HOME": str(tmp_path)}, config_file=cfg_file)

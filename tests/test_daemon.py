@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
-from corpus import copy_read_corpus, corpus_home, source_files
+from corpus import copy_read_corpus, corpus_home, project_files, source_files
 from harness import (
     SID,
     DaemonFactory,
@@ -53,16 +53,24 @@ def _agent_of(path: str, home: Path) -> str:
                        ("kilo-code", "kilocode.kilo-code")):
         if f"/globalStorage/{ext}/tasks/" in path:
             return agent
+    if path.startswith(f"{home}/code/"):  # the projects' files (--projects-root)
+        return "aider" if path.endswith(".aider.chat.history.md") else "crush"
     return "?"
 
 
 def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFactory) -> None:
     # Every file today's adapters read (tests/corpus.py lists those they cannot yet).
     home = copy_read_corpus(tmp_path / "home")
-    d = daemon_factory(home).start()
-    st = d.wait_live()
-    srcs = d.call("sources.list")["sources"]
-    expected = source_files(home)
+    d = daemon_factory(home).start("--projects-root", str(home / "code"))
+    d.wait_live()
+    # Aider's history is read to its end once it has been quiet for a second.
+    def read_to_the_end() -> list[dict[str, Any]] | None:
+        got = d.call("sources.list")["sources"]
+        return got if all(s["offset"] == s["size"] for s in got if s["mode"] == "text") else None
+
+    srcs = wait_for(read_to_the_end)
+    st = d.call("status")
+    expected = source_files(home) | project_files(home)
     by_root: dict[str, list[str]] = {}
     for s in srcs:
         by_root.setdefault(_agent_of(s["path"], home), []).append(s["path"])
@@ -83,6 +91,8 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "roo-code": 0,
         "kilo-code": 0,
         "continue": 1,
+        "aider": 1,
+        "crush": 2,
     }
     for s in srcs:
         if s["mode"] != "sqlite":
@@ -107,7 +117,7 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
     assert by_agent["claude-code"] == 8
     # Cursor: four conversations (the fifth transcript is a sub-agent's).
     others = ("gemini", "copilot", "opencode", "qwen", "amp", "cursor", "cline", "continue")
-    assert {a: by_agent[a] for a in others} == {
+    assert {a: by_agent[a] for a in (*others, "aider", "crush")} == {
         "gemini": 10,
         "copilot": 6,
         "opencode": 6,
@@ -116,6 +126,8 @@ def test_every_corpus_file_is_ingested(tmp_path: Path, daemon_factory: DaemonFac
         "cursor": 4,
         "cline": 1,
         "continue": 1,
+        "aider": 1,  # one run, with /model switches (tests/test_projects.py counts it)
+        "crush": 4,
     }
     counts: Counter[str] = Counter()
     for sess in sessions:

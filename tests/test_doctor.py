@@ -52,7 +52,8 @@ def roomy_disk(path: Path) -> doctor.DiskUsage:
 
 
 def live_daemon(cfg: Config) -> Any:
-    return {"state": "live", "events": 12, "files": {"done": 3}}
+    return {"state": "live", "events": 12, "files": {"done": 3},
+            "projects": {"folders": [], "known_roots": 2, "files": [], "watch": "off"}}
 
 
 @dataclass
@@ -199,6 +200,7 @@ def test_all_good(setup: Setup) -> None:
         "largest sessions",
         "fidelity",
         "daemon",
+        "project files",
         "web page",
     ]
     assert [c for c in checks if not c.ok or c.warning] == []

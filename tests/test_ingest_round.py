@@ -192,10 +192,12 @@ def test_side_readers_are_optional_methods_of_the_adapter_protocol() -> None:
     through the protocol, and no module of ingest imports an adapter by name."""
     import ast
 
-    from agentsrc_daemon.adapters import row_reader, sidecar_reader
+    from agentsrc_daemon.adapters import row_reader, sidecar_reader, text_reader, text_stream_reader
 
     assert sorted(n for n, a in ADAPTERS.items() if sidecar_reader(a)) == ["copilot", "gemini"]
-    assert sorted(n for n, a in ADAPTERS.items() if row_reader(a)) == ["cursor", "opencode"]
+    assert sorted(n for n, a in ADAPTERS.items() if row_reader(a)) == ["crush", "cursor", "opencode"]
+    assert sorted(n for n, a in ADAPTERS.items() if text_reader(a)) == ["cursor"]
+    assert sorted(n for n, a in ADAPTERS.items() if text_stream_reader(a)) == ["aider"]
     ingest = Path(__file__).parents[1] / "agentsrc_daemon" / "ingest"
     from_adapters: set[str] = set()
     for module in sorted(ingest.glob("*.py")):
@@ -209,10 +211,11 @@ def test_side_readers_are_optional_methods_of_the_adapter_protocol() -> None:
             elif isinstance(node, ast.Import):
                 assert not [a for a in node.names if a.name.startswith("agentsrc_daemon.adapters")]
     assert from_adapters == {
-        "adapters.ADAPTERS", "adapters.Adapter", "adapters.record_kind", "adapters.row_reader",
-        "adapters.sidecar_reader",
-        "adapters.text_reader", "adapters.folder_namer", "adapters.times_from_file",
-        "adapters.final_lines", "adapters.FILE_TIME", "adapters.FOLDER_CWD",
+        "adapters.ADAPTERS", "adapters.Adapter", "adapters.ReadsTextStream",
+        "adapters.record_kind", "adapters.row_reader", "adapters.sidecar_reader",
+        "adapters.text_reader", "adapters.text_stream_reader", "adapters.folder_namer",
+        "adapters.times_from_file", "adapters.final_lines", "adapters.FILE_TIME",
+        "adapters.FOLDER_CWD", "adapters.common.TextLines",
     }
 
 

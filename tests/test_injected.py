@@ -187,10 +187,11 @@ EXPECTED: dict[tuple[str, str], tuple[int | None, int]] = {
     ("amp", "T-16c2227a-e98f-4969-998b-aaa50a930b05.json"): (0, 0),
     ("continue", "02044b99-f94b-4df0-a981-3b26d054b6b0.json"): (0, 0),
     ("aider", "Simple-Calulator"): (0, 0),
-    ("crush", "87c36ae3-2d64-4abb-9815-621854431aa5"): (0, 0),
+    # Crush's initialize prompt (injected.py), and nothing typed.
+    ("crush", "87c36ae3-2d64-4abb-9815-621854431aa5"): (None, 1),
     ("crush", "5ab22793-cccf-4152-bd86-0961dbffd0f6"): (0, 0),
     ("crush", "536e738f-87d4-402f-9934-0d9ece3156a9"): (0, 0),
-    ("crush", "9685e101-7b80-4d6a-b588-682a220cca05"): (0, 0),
+    ("crush", "9685e101-7b80-4d6a-b588-682a220cca05"): (1, 1),  # initialize, then typed
 }
 # fmt: on
 

@@ -141,7 +141,10 @@ def _typer_parse(argv: list[str]) -> launch.RunArgs:
     sub = cmd.make_context("run", rest, parent=ctx)
     given = {"socket_path": ctx.params["socket"], "data_dir": ctx.params["data_dir"],
              "config_file": ctx.params["config"]}
-    given.update({k: v for k, v in sub.params.items() if k.endswith("_root")})
+    given.update({k: v for k, v in sub.params.items()
+                  if k.endswith("_root") and k != "projects_root"})
+    if sub.params["projects_root"]:  # repeatable: every value, in order
+        given["projects"] = list(sub.params["projects_root"])
     json_logs = sub.params["json_logs"]
     if sub.params["log_format"] is not None:
         json_logs = sub.params["log_format"].value == "json"
@@ -151,7 +154,7 @@ def _typer_parse(argv: list[str]) -> launch.RunArgs:
 
 _VALUE = st.sampled_from(["/a", "/b/c", "rel", "x=y", "debug"])
 _GLOBAL = st.sampled_from(sorted(launch.GLOBAL_OPTIONS))
-_RUN_OPTION = st.sampled_from(sorted([*launch.ROOT_OPTIONS, "--log-level"]))
+_RUN_OPTION = st.sampled_from(sorted([*launch.ROOT_OPTIONS, "--log-level", launch.PROJECTS_FLAG]))
 
 
 @st.composite

@@ -22,7 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsrc_daemon.ingest.opencode_db import OpenCodeDB, PollResult
+from agentsrc_daemon.ingest.agent_db import AgentDB, PollResult
+from agentsrc_daemon.ingest.db_schemas import OPENCODE
 
 from corpus import corpus_home
 from opencode_fixture import T0, build_db
@@ -87,7 +88,7 @@ def ids(result: PollResult, table: str | None = None) -> list[str]:
     return [row["id"] for p in result.pages if table is None or p.table == table for row in p.rows]
 
 
-def drain(reader: OpenCodeDB, cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def drain(reader: AgentDB, cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for _ in range(1000):
         result = reader.poll(cursor)
@@ -120,7 +121,7 @@ def test_new_and_changed_rows_while_the_writer_works(db: Path) -> None:
     w.message("msg_a", T0 + 1, {"role": "assistant", "parentID": "msg_u", "path": {"cwd": "/w"},
                                 "time": {"created": T0 + 1}})
     w.part("prt_1", T0 + 2, {"type": "text", "text": "Hel", "time": {"start": T0 + 2}})
-    reader = OpenCodeDB(str(db), lag_ms=LAG, clock_ms=clock)
+    reader = AgentDB(str(db), OPENCODE, lag_ms=LAG, clock_ms=clock)
     first = reader.poll(None)
     assert [(p.table, [r["id"] for r in p.rows]) for p in first.pages] == [
         ("session", ["ses_a"]), ("part", ["prt_1"]), ("message", ["msg_a"])]
@@ -143,7 +144,7 @@ def test_new_and_changed_rows_while_the_writer_works(db: Path) -> None:
     assert second.pages[0].rows[0]["data"]["text"] == "Hello"
 
     # A restart with the persisted cursor reads nothing again; new rows still come.
-    restarted = OpenCodeDB(str(db), lag_ms=LAG, clock_ms=clock)
+    restarted = AgentDB(str(db), OPENCODE, lag_ms=LAG, clock_ms=clock)
     saved = orjson.loads(orjson.dumps(second.cursor))
     assert restarted.poll(saved).pages == []
     w.part("prt_3", T0 + 70, {"type": "text", "text": "again"})
@@ -163,7 +164,7 @@ def test_pages_are_bounded_and_ties_are_kept_apart(db: Path) -> None:
     seen: list[str] = []
     cursor: dict[str, Any] | None = None
     for _ in range(100):
-        reader = OpenCodeDB(str(db), max_rows=7, lag_ms=LAG, clock_ms=Clock(T0 + 10**6))
+        reader = AgentDB(str(db), OPENCODE, max_rows=7, lag_ms=LAG, clock_ms=Clock(T0 + 10**6))
         result = reader.poll(cursor)
         reader.close()
         assert result.rows <= 7
@@ -179,7 +180,7 @@ def test_the_byte_budget_still_makes_progress(db: Path) -> None:
     w = Writer(db)
     for i in range(5):
         w.part(f"prt_{i}", T0 + i, {"type": "text", "text": "y" * 1000})
-    reader = OpenCodeDB(str(db), max_bytes=10, clock_ms=Clock(T0 + 10**6))
+    reader = AgentDB(str(db), OPENCODE, max_bytes=10, clock_ms=Clock(T0 + 10**6))
     counts = []
     cursor: dict[str, Any] | None = None
     while True:
@@ -196,7 +197,7 @@ def test_late_commits_same_millisecond_rewrites_and_a_clock_stepping_back(db: Pa
     w = Writer(db)
     clock = Clock(T0 + 1000)
     w.part("prt_a", T0 + 1000, text(1))
-    reader = OpenCodeDB(str(db), lag_ms=LAG, clock_ms=clock)
+    reader = AgentDB(str(db), OPENCODE, lag_ms=LAG, clock_ms=clock)
     r1 = reader.poll(None)
     assert ids(r1) == ["prt_a"]
     # A second OpenCode process commits a row it stamped before our watermark...
@@ -230,7 +231,7 @@ def test_reading_never_writes_the_database_nor_blocks_checkpoints(db: Path) -> N
     for i in range(30, 40):
         w.part(f"prt_{i}", T0 + i, text(i + 1))
     before = (fingerprint(db), fingerprint(wal))
-    reader = OpenCodeDB(str(db), max_rows=4, clock_ms=Clock(T0 + 10**6))
+    reader = AgentDB(str(db), OPENCODE, max_rows=4, clock_ms=Clock(T0 + 10**6))
     rows, cursor = drain(reader, None)
     assert len(rows) == 40
     for _ in range(3):
@@ -246,7 +247,7 @@ def test_reading_never_writes_the_database_nor_blocks_checkpoints(db: Path) -> N
 def test_changed_follows_commits(db: Path) -> None:
     w = Writer(db)
     w.part("prt_1", T0, text(1))
-    reader = OpenCodeDB(str(db), clock_ms=Clock(T0 + 10**6))
+    reader = AgentDB(str(db), OPENCODE, clock_ms=Clock(T0 + 10**6))
     assert reader.changed()  # never polled
     result = reader.poll(None)
     assert not reader.changed()
@@ -267,7 +268,7 @@ def test_a_busy_database_is_retried_later(tmp_path: Path) -> None:
     w = apsw.Connection(str(path))
     w.execute("INSERT INTO part(id, message_id, session_id, time_created, time_updated, data)"
               " VALUES('prt_1', 'm', 's', 1, 1, '{}')")
-    reader = OpenCodeDB(str(path), busy_timeout_ms=50, clock_ms=Clock(T0))
+    reader = AgentDB(str(path), OPENCODE, busy_timeout_ms=50, clock_ms=Clock(T0))
     cursor = reader.poll(None).cursor
     w.execute("BEGIN EXCLUSIVE")
     w.execute("INSERT INTO part(id, message_id, session_id, time_created, time_updated, data)"
@@ -291,7 +292,7 @@ def test_a_missing_table_or_column_is_counted(db: Path) -> None:
     w.message("msg_a", T0, {"role": "user", "time": {"created": T0}})
     w.conn.execute("DROP TABLE part")
     w.conn.execute("ALTER TABLE message DROP COLUMN time_updated")
-    reader = OpenCodeDB(str(db), clock_ms=Clock(T0))
+    reader = AgentDB(str(db), OPENCODE, clock_ms=Clock(T0))
     result = reader.poll(None)
     assert result.errors == {"missing_table:part": 1, "missing_column:message.time_updated": 1}
     assert ids(result) == ["ses_a"]
@@ -308,7 +309,7 @@ def test_a_newer_schema_is_read(db: Path) -> None:
     w.conn.execute("CREATE TABLE session_message (id text PRIMARY KEY, data text)")
     w.session("ses_a", T0)
     w.part("prt_1", T0, text(1))
-    result = OpenCodeDB(str(db), clock_ms=Clock(T0)).poll(None)
+    result = AgentDB(str(db), OPENCODE, clock_ms=Clock(T0)).poll(None)
     assert result.errors == {} and ids(result) == ["ses_a", "prt_1"]
     w.close()
 
@@ -319,7 +320,7 @@ def test_bad_and_oversize_rows_are_counted_and_passed(db: Path) -> None:
     w.part("prt_2", T0 + 1, '["a list"]')
     w.part("prt_3", T0 + 2, {"type": "text", "text": "z" * 500})
     w.part("prt_4", T0 + 3, text(1))
-    reader = OpenCodeDB(str(db), max_row_bytes=200, clock_ms=Clock(T0 + 10**6))
+    reader = AgentDB(str(db), OPENCODE, max_row_bytes=200, clock_ms=Clock(T0 + 10**6))
     result = reader.poll(None)
     assert ids(result) == ["prt_4"]
     assert result.errors == {"bad_json:part": 2, "oversize:part": 1}
@@ -334,7 +335,7 @@ def test_times_opencode_never_writes_are_skipped(db: Path) -> None:
         w.conn.execute(
             "INSERT INTO part(id, message_id, session_id, time_created, time_updated, data)"
             f" VALUES(?, 'msg_a', 'ses_a', 1, {t}, ?)", (pid, orjson.dumps(text(1)).decode()))
-    reader = OpenCodeDB(str(db), clock_ms=Clock(T0 + 10**6))
+    reader = AgentDB(str(db), OPENCODE, clock_ms=Clock(T0 + 10**6))
     result = reader.poll(None)
     assert ids(result) == ["prt_1", "prt_4"] and result.errors == {}
     assert reader.poll(result.cursor).pages == []
@@ -343,7 +344,7 @@ def test_times_opencode_never_writes_are_skipped(db: Path) -> None:
 
 def test_a_missing_or_replaced_file(tmp_path: Path) -> None:
     path = tmp_path / "opencode.db"
-    reader = OpenCodeDB(str(path), clock_ms=Clock(T0))
+    reader = AgentDB(str(path), OPENCODE, clock_ms=Clock(T0))
     assert reader.poll(None).gone
     build_db(path, rows=False)
     w = Writer(path)
@@ -385,7 +386,7 @@ def test_any_interleaving_delivers_each_version_once(data: st.DataObject) -> Non
         delivered: Counter[tuple[str, int]] = Counter()
         cursor: dict[str, Any] | None = None
         max_rows = data.draw(st.integers(1, 6))
-        reader = OpenCodeDB(str(path), max_rows=max_rows, lag_ms=LAG, window_rows=500,
+        reader = AgentDB(str(path), OPENCODE, max_rows=max_rows, lag_ms=LAG, window_rows=500,
                             clock_ms=clock)
         unpolled_since: int | None = None
 
@@ -411,7 +412,7 @@ def test_any_interleaving_delivers_each_version_once(data: st.DataObject) -> Non
                 poll()
             elif op == "restart":
                 reader.close()
-                reader = OpenCodeDB(str(path), max_rows=max_rows, lag_ms=LAG, window_rows=500,
+                reader = AgentDB(str(path), OPENCODE, max_rows=max_rows, lag_ms=LAG, window_rows=500,
                                     clock_ms=clock)
             else:
                 if op == "update" and versions:
@@ -453,7 +454,7 @@ def test_corpus_databases_from_copies(tmp_path: Path) -> None:
         copy = tmp_path / name
         shutil.copyfile(root / name, copy)
         before = fingerprint(copy)
-        reader = OpenCodeDB(str(copy), max_rows=40)
+        reader = AgentDB(str(copy), OPENCODE, max_rows=40)
         got: Counter[str] = Counter()
         cursor: dict[str, Any] | None = None
         while True:

@@ -19,8 +19,8 @@ Contract (every adapter module exposes an ``ADAPTER`` object with):
   with nothing to remember ignores it.
 
 Optional methods, for an agent that keeps more than transcripts. An adapter defines
-them only when its agent has such files; ingest asks for them with ``sidecar_reader``
-and ``row_reader`` below, never by an adapter's name:
+them only when its agent has such files; ingest asks for them with ``sidecar_reader``,
+``row_reader`` and ``text_reader`` below, never by an adapter's name:
 
 * ``read_sidecar(text, sidecar_path, state) -> list[Record]`` (``ReadsSidecar``): the
   text of a sidecar, a small file that describes a transcript (Gemini's project
@@ -37,8 +37,9 @@ and ``row_reader`` below, never by an adapter's name:
   ignores that type on purpose. Ingest asks for it with ``record_kind`` below; without
   it, the record's ``type`` and the state's ``version``.
 * ``parse_rows(table, rows, source_path, state) -> list[Record]`` (``ReadsRows``): rows
-  of one table of an agent's database (OpenCode's ``session``, ``message``, ``part``),
-  each a dict of its columns as ``ingest.opencode_db`` pages them, for a source read
+  of one table of an agent's database (OpenCode's ``session``, ``message``, ``part``;
+  Crush's ``sessions``, ``messages``),
+  each a dict of its columns as ``ingest.agent_db`` pages them, for a source read
   in the ``sqlite`` mode. ``state`` is the database's, like a file's.
 * ``parse_text(text, source_path, state) -> list[Record]`` (``ReadsText``): a whole
   document that is text, not JSON (Cursor's ``.txt`` transcripts:
@@ -61,6 +62,13 @@ And two optional attributes:
   next line rather than after its own (Cursor: its last line never ends with one): the
   tail-reader takes a last line without a newline when it decodes whole
   (``ingest.tail``'s ``final_line``).
+* ``parse_text_stream(text, companions, source_path, state, *, final) -> TextRead``
+  (``ReadsTextStream``): complete lines of a text source whose records span lines (Aider's
+  Markdown history, the ``text`` mode), from a record's start, with the lines of its
+  companions (``ingest.sources.companions_of``) from their positions. It returns its
+  records, how far they are final, where the next read starts, and how much of each
+  companion it used; with ``final`` (the file has been quiet) the last record is
+  emitted too. ``state`` must be left as it was before any record not yet final.
 
 Adapters do not catch their own bugs: an exception is counted by ingest as the file's
 ``adapter_error`` skip (shown in ``status.skipped``) and that line or document is
@@ -81,12 +89,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..events import Record
 from . import (
+    aider,
     amp,
     claude,
     cline,
     codex,
     continue_,
     copilot,
+    crush,
     cursor,
     gemini,
     muse,
@@ -94,10 +104,11 @@ from . import (
     pi,
     qwen,
 )
-from .common import FILE_TIME, FOLDER_CWD
+from .common import FILE_TIME, FOLDER_CWD, TextLines, TextRead
 
 __all__ = ["ADAPTERS", "FILE_TIME", "FOLDER_CWD", "Adapter", "RecordKind", "final_lines", "folder_namer",
-           "record_kind", "row_reader", "sidecar_reader", "text_reader", "times_from_file"]
+           "record_kind", "row_reader", "sidecar_reader", "text_reader", "text_stream_reader",
+           "times_from_file"]
 
 
 class Adapter(Protocol):
@@ -153,9 +164,32 @@ class NamesFolder(Protocol):
         ...
 
 
+@runtime_checkable
+class ReadsTextStream(Protocol):
+    """An adapter whose agent writes records that span lines (the optional
+    ``parse_text_stream``)."""
+
+    def parse_text_stream(
+        self,
+        text: TextLines,
+        companions: dict[str, TextLines],
+        source_path: str,
+        state: dict[str, Any],
+        *,
+        final: bool,
+    ) -> TextRead:
+        """Records from complete lines; how far they are final."""
+        ...
+
+
 def text_reader(adapter: Adapter) -> ReadsText | None:
     """The adapter, when it reads text documents."""
     return adapter if isinstance(adapter, ReadsText) else None
+
+
+def text_stream_reader(adapter: Adapter) -> ReadsTextStream | None:
+    """The adapter, when its agent writes records that span lines (the ``text`` mode)."""
+    return adapter if isinstance(adapter, ReadsTextStream) else None
 
 
 def folder_namer(adapter: Adapter) -> NamesFolder | None:
@@ -224,6 +258,8 @@ _ALL: tuple[Adapter, ...] = (
     gemini.ADAPTER,
     copilot.ADAPTER,
     opencode.ADAPTER,
+    crush.ADAPTER,
+    aider.ADAPTER,
     qwen.ADAPTER,
     amp.ADAPTER,
     pi.ADAPTER,

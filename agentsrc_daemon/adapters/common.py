@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -254,6 +254,39 @@ def remember_bounded(table: dict[str, Any], key: str, value: Any, cap: int) -> N
     table[key] = value
     while len(table) > cap:
         del table[next(iter(table))]
+
+
+# ---- text sources ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TextLines:
+    """What ingest read of a text file (the ``text`` mode: Aider's Markdown history and
+    its companions): complete lines, each with the offset it starts at, decoded
+    (invalid UTF-8 replaced), without their newline."""
+
+    lines: list[tuple[int, str]]
+    start: int  # where the read began (a record's start: see TextRead.reopen)
+    end: int  # just past the last complete line
+    eof: bool  # the read reached the end of the file (no budget cut it short)
+
+
+@dataclass(slots=True)
+class TextRead:
+    """What an adapter made of a text source's lines (``parse_text_stream``)."""
+
+    records: list[Record]
+    # The source's new offset: every record before it is final. A record still being
+    # written (its end not seen) starts where the offset stops, and is read again whole.
+    offset: int
+    # Where the next read starts when that is before ``offset``: a record emitted before
+    # its end was seen (the file went quiet) starts there, so more of it is read with it.
+    reopen: int | None = None
+    # Each companion's new offset (what was used of it).
+    companions: dict[str, int] = field(default_factory=dict)
+    # The final records read, for the fidelity tally: each a small object the adapter's
+    # ``record_kind`` names, with what became of it ({"type", "events", "drift"}).
+    read: list[dict[str, Any]] = field(default_factory=list)
 
 
 # ---- the per-line context ------------------------------------------------------------

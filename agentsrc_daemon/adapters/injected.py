@@ -92,6 +92,10 @@ INJECTED_PREFIXES = (
     "This is the Gemini CLI. We are setting up the context for our chat.",
     # Qwen Code (its fork): the same context, renamed.
     "This is the Qwen Code. We are setting up the context for our chat.",
+    # Crush: the prompt its initialize command sends (internal/llm/prompt/init.md, 2025;
+    # internal/agent/templates/initialize.md.tpl since).
+    "`Please analyze this codebase and create a **CRUSH.md** file",
+    "Analyze this codebase and create/update **",
 )
 
 # Whole texts an agent sends on its own (Claude Code 2.0's sub-agent warm-up).

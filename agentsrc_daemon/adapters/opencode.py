@@ -1,5 +1,5 @@
 """OpenCode adapter: OpenCode's session, message and part records in, normalized records
-out. Pure: it is handed decoded rows (by ``ingest/opencode_db.py``) or decoded JSON
+out. Pure: it is handed decoded rows (by ``ingest/agent_db.py``) or decoded JSON
 documents (by the document reader) and knows nothing of files, SQLite or sockets.
 
 OpenCode keeps a conversation as three kinds of record, each one JSON object:

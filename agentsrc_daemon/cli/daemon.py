@@ -61,6 +61,13 @@ def run(
         help="Editor user dirs whose Cline, Roo Code and Kilo Code task folders are read,"
         " separated by ':' (default: VS Code, Insiders, VSCodium, Cursor and Windsurf's).",
     ),
+    projects_root: list[str] | None = typer.Option(
+        None,
+        "--projects-root",
+        help="A folder of projects, searched 3 levels deep for Aider's and Crush's files "
+        "(repeatable, or several separated by ':'; default $AGENTSRC_PROJECTS, else "
+        "[roots] projects).",
+    ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
     log_format: LogFormat | None = typer.Option(
         None, "--log-format", help="json or console (default: console on a terminal, else JSON).",
@@ -90,6 +97,7 @@ def run(
         "cline_root": cline_root,
         "continue_root": continue_root,
         "editors_root": editors_root,
+        "projects": list(projects_root) if projects_root else None,
     }
     if log_format is not None:
         json_logs = log_format is LogFormat.json

@@ -5,7 +5,7 @@ typer, click and rich would stay resident in the daemon for its whole life (abou
 of its RSS, docs/performance.md "Memory and backfill speed") for one command line
 parsed once. ``parse`` understands exactly the options ``run`` and the global options
 take, in the forms click accepts (``--opt value``, ``--opt=value``; the last of a
-repeated option wins); anything else (``--help``, an unknown option, a missing value)
+repeated option wins, except ``--projects-root``, which adds up); anything else (``--help``, an unknown option, a missing value)
 returns None and typer parses the command line as before, with its own messages. The
 typer command (cli/daemon.py) and this path both end in ``start``.
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import EDITORS_FIELD, ROOTS, load_config
+from ..config import EDITORS_FIELD, PROJECTS_FLAG, ROOTS, load_config
 from ..errors import AgentsrcError
 
 EXIT_FAILED = 1  # output.py's (which imports typer)
@@ -63,6 +63,12 @@ def parse(argv: list[str]) -> RunArgs | None:
         name = arg.split("=", 1)[0]
         if arg in LOG_FORMAT_FLAGS:
             args.json_logs = LOG_FORMAT_FLAGS[arg]
+        elif name == PROJECTS_FLAG:
+            got = _value(arg, rest)
+            if got is None:
+                return None
+            # Repeatable (each value may hold several folders separated by ":").
+            args.overrides.setdefault("projects", []).append(got[1])
         elif name in ROOT_OPTIONS or name in ("--log-level", "--log-format"):
             got = _value(arg, rest)
             if got is None:

@@ -100,6 +100,7 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         lines.append(f"root:      {agent:<12} {root['path']} ({root['watch']})")
     if hidden:
         lines.append(f"root:      {'editors':<12} {hidden} extension folders of editors not present")
+    lines += project_lines(st.get("projects") or {})
     scan = st.get("scan", {})
     lines.append(
         f"scanning:  {'on' if scan.get('enabled') else 'OFF: content is not scanned for secrets'}"
@@ -132,6 +133,22 @@ def status_lines(st: dict[str, Any]) -> list[str]:
             )
     for d in st.get("drift", [])[:10]:
         lines.append(f"drift:     {d['adapter']} {d['version']} {d['record_type']} x{d['count']}")
+    return lines
+
+
+def project_lines(projects: dict[str, Any]) -> list[str]:
+    """The folders searched for the files agents keep in projects, and those found."""
+    lines = [f"projects:  {f['path']} ({'searched' if f.get('exists') else 'missing'})"
+             for f in projects.get("folders", [])]
+    scan = projects.get("scan") or {}
+    if projects:
+        lines.append(
+            f"projects:  {projects.get('known_roots', 0)} project roots of known sessions;"
+            f" {scan.get('dirs', 0)} folders listed in {scan.get('cpu_ms', 0)} ms, next in"
+            f" {scan.get('interval_s', 0):.0f} s; watched: {projects.get('watch')}"
+        )
+    for f in projects.get("files", []):
+        lines.append(f"project:   {f['agent']:<12} {f['path']}")
     return lines
 
 

@@ -76,6 +76,16 @@ _OPENCODE_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "multiedit": (("filePath",), EDIT, OP_UPDATE),
 }
 _OPENCODE_PATCH_TOOLS = frozenset({"patch", "apply_patch"})  # {patchText}: Codex-style patch
+# Crush tools (internal/llm/tools/*.go, internal/agent/tools since): snake_case file_path;
+# ``edit`` with an empty old_string creates the file; ``grep`` shows matching lines;
+# ``download`` writes what it fetched to file_path.
+_CRUSH_FILE_TOOLS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "view": (("file_path",), READ, OP_READ),
+    "write": (("file_path",), EDIT, OP_WRITE),
+    "edit": (("file_path",), EDIT, OP_UPDATE),
+    "multiedit": (("file_path",), EDIT, OP_UPDATE),
+    "download": (("file_path",), EDIT, OP_WRITE),
+}
 _SHELL_TOOLS_BY_ADAPTER = {
     "claude-code": {"Bash": "command"},
     "muse": {"Bash": "command", "exec": "command"},
@@ -92,6 +102,8 @@ _SHELL_TOOLS_BY_ADAPTER = {
     "roo-code": {"execute_command": "command"},
     "kilo-code": {"execute_command": "command"},
     "continue": {"run_terminal_command": "command"},
+    "crush": {"bash": "command", "shell": "command"},  # shell: a bang-mode command
+    "aider": {"run": "command"},  # Running <command>, /run, !, /test, /git
 }
 # Where a shell tool says it ran: Codex workdir; Gemini CLI dir_path (0.14 and later) or
 # directory (before).
@@ -317,6 +329,14 @@ def _derive_from_call(
         reads, edits = _cline_tool(tool, inp, event.cwd)
     elif event.adapter == "continue":
         reads, edits = _file_tool(_CONTINUE_FILE_TOOLS, tool, inp, event.cwd)
+    elif event.adapter == "crush":
+        reads, edits = _crush_tool(tool, inp, event.cwd)
+    elif event.adapter == "aider" and tool == "edit":
+        # "Applied edit to <path>": the adapter says how (a whole file or a new one is
+        # written, a SEARCH/REPLACE block or a diff updates).
+        path = _path_arg(inp, ("path",), event.cwd)
+        op = inp.get("op") if inp.get("op") in (OP_WRITE, OP_UPDATE) else OP_UPDATE
+        edits = [(path, str(op))] if path is not None else []
     if not reads and not edits:
         return []
     root = project_root_for(event.cwd) if event.cwd else None
@@ -435,6 +455,18 @@ def _cline_tool(
         return reads, []
     reads, edits = _file_tool(_CLINE_FILE_TOOLS, tool, inp, cwd)
     if tool == "editor" and edits and not inp.get("old_text") and inp.get("insert_line") is None:
+        edits = [(path, OP_WRITE) for path, _ in edits]
+    return reads, edits
+
+
+def _crush_tool(
+    tool: str, inp: dict[str, Any], cwd: str | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    if tool == "grep":
+        path = _path_arg(inp, ("path",), cwd) or cwd
+        return ([(path, OP_GREP)] if path is not None else []), []
+    reads, edits = _file_tool(_CRUSH_FILE_TOOLS, tool, inp, cwd)
+    if tool == "edit" and edits and inp.get("old_string") == "":
         edits = [(path, OP_WRITE) for path, _ in edits]
     return reads, edits
 

@@ -10,7 +10,7 @@ when they differ from what the cursor says was delivered (a digest of the rows),
 chat renamed or switched to another model is read again and nothing else is.
 
 The connection, change detection and what happens to a busy or replaced file are
-OpenCode's reader's (``opencode_db``): read-only, ``query_only``, no checkpoint on
+the agent database reader's (``agent_db``): read-only, ``query_only``, no checkpoint on
 close, ``PRAGMA data_version`` plus the stats of the file and its ``-wal``.
 """
 
@@ -21,11 +21,12 @@ from typing import Any
 
 import apsw
 
-from .opencode_db import (
+from .agent_db import (
     DEFAULT_BUSY_TIMEOUT_MS,
     MISSING_TABLE,
     SQL_ERROR,
-    OpenCodeDB,
+    AgentDB,
+    DbSchema,
     Page,
     PollResult,
     _rollback,
@@ -38,12 +39,17 @@ MAX_VALUE_BYTES = 1 << 20  # a value larger than this is not Cursor's metadata
 CURSOR_VERSION = 1
 
 
-class CursorChatDB(OpenCodeDB):
-    """One chat database; only the connection handling of OpenCodeDB is shared."""
+# No table is read through AgentDB's keyset polls: ``poll`` below reads ``meta`` itself.
+_NO_KEYSET_TABLES = DbSchema(tables=(), poll_order=())
+
+
+class CursorChatDB(AgentDB):
+    """One chat database; only the connection handling of AgentDB is shared."""
 
     def __init__(self, path: str, *, max_bytes: int = MAX_VALUE_BYTES,
                  busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
-        super().__init__(path, max_bytes=max_bytes, busy_timeout_ms=busy_timeout_ms)
+        super().__init__(path, _NO_KEYSET_TABLES, max_bytes=max_bytes,
+                         busy_timeout_ms=busy_timeout_ms)
 
     def poll(self, cursor: dict[str, Any] | None) -> PollResult:
         """The ``meta`` rows (key, value) when they changed since ``cursor``."""

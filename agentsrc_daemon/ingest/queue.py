@@ -1,9 +1,10 @@
 """The source queue: which files wait to be read, in what order, and how they are found.
 
-Files come in three ways: the watcher says a path was written (``appended``: to the
+Files come in four ways: the watcher says a path was written (``appended``: to the
 front, ahead of any backfill), the periodic reconcile scan stats every source under
-every root and queues those with news (a trustworthy watcher needs it: inotify drops
-events), and a directory that appears is scanned (``scan_dir``). A database found
+every root, and every project file found (``projects``), and queues those with news (a
+trustworthy watcher needs it: inotify drops events), a directory that appears is
+scanned (``scan_dir``), and the project scan finds a project file (``found``). A database found
 locked by its writer waits in ``retry`` until its time comes. One entry per file,
 whatever the number of reasons it was queued for.
 
@@ -24,6 +25,7 @@ from typing import Any
 from ..config import Config
 from . import sources
 from .progress import Progress
+from .project_scan import ProjectScan
 from .round import Ingestor
 
 # The reconcile scan's share of a core (0.02%): a scan that costs more than that share of
@@ -67,6 +69,7 @@ class SourceQueue:
         self.retry: dict[str, tuple[float, sources.SourceSpec]] = {}
         self.urgent: set[str] = set()  # appended files queued first (see ``appended``)
         self.stats = ReconcileStats()
+        self.projects: ProjectScan | None = None  # the project files found (the daemon's)
 
     def __bool__(self) -> bool:
         return bool(self.pending)
@@ -88,6 +91,11 @@ class SourceQueue:
         for spec, st in sources.walk_extra(extra):
             if sources.classify(spec.path, roots) is None:  # not already under a root
                 yield spec, st
+        for path, spec in (self.projects.found.items() if self.projects is not None else ()):
+            try:
+                yield spec, os.stat(path)
+            except OSError:
+                continue  # gone since the project scan: _queue_gone marks it
 
     def reconcile(self, ingestor: Ingestor, counting: Progress | None) -> int:
         """Stat every source under every root; queue those with news (counted in
@@ -114,7 +122,8 @@ class SourceQueue:
                 if counting is not None:
                     c = ingestor.known_cursor(spec.path)
                     same = c is not None and c.ino == st.st_ino
-                    done = c.offset if c and same and spec.mode == sources.JSONL else 0
+                    tailed = spec.mode in (sources.JSONL, sources.TEXT)
+                    done = c.offset if c and same and tailed else 0
                     counting.found(spec.mode, max(0, st.st_size - done))
         return queued
 
@@ -135,6 +144,19 @@ class SourceQueue:
         for spec, st in sources.walk_sources(Path(directory), roots, extra):
             if ingestor.needs_read(spec, st):
                 self.pending.setdefault(spec.path, spec)
+
+    def found(self, paths: Iterable[str], ingestor: Ingestor) -> None:
+        """Project files the project scan found: queued when they have news."""
+        for path in paths:
+            spec = sources.classify(path, self.cfg.roots(), self.cfg.extra_sources())
+            if spec is None:
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if ingestor.needs_read(spec, st):
+                self.pending.setdefault(path, spec)
 
     # ---- what the loop does with it -----------------------------------------------------
 

@@ -7,10 +7,15 @@ cursors that cover them) in one transaction. Per mode (sources.py):
 * ``jsonl``: the tail-reader (tail.py), at most ``budget_bytes`` per round;
 * ``document``: the whole file, when its hash changed, with the adapter's state kept
   across versions (so a rewrite costs what changed);
-* ``sqlite``: one poll of the database's reader per round (``DB_READERS``: OpenCode's
-  at most 500 rows and ``budget_bytes`` of data; a Cursor chat's ``meta`` table), its
-  reader cursor kept in ``Cursor.state`` beside the adapter's state and committed with
-  the records; a busy database is retried later (``FileRound.retry_after``);
+* ``sqlite``: one poll of the database's reader per round (``DB_READERS``: an
+  ``AgentDB`` over OpenCode's or Crush's tables, at most 500 rows and ``budget_bytes`` of
+  data; a Cursor chat's ``meta`` table), its reader cursor kept in ``Cursor.state`` beside
+  the adapter's state and committed with the records; a busy database is retried later
+  (``FileRound.retry_after``);
+* ``text``: complete lines from where the last final record ended (or the record
+  re-opened), with the companions' lines, handed to the adapter's ``parse_text_stream``
+  (ingest/text_tail.py, ``_ingest_text``); a last record still open is emitted once the
+  file has been quiet for ``text_tail.QUIET_S``, and the round asks to be run again then;
 * ``memory``: size and hash only.
 
 Sidecars (``sources.sidecar_of``: Gemini ``.project_root``, Copilot ``workspace.yaml``)
@@ -29,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 import orjson
@@ -45,11 +51,13 @@ from ..adapters import (
     row_reader,
     sidecar_reader,
     text_reader,
+    text_stream_reader,
     times_from_file,
 )
 from ..cursor import SIDECAR_KEY, Cursor
 from ..events import (
     MAX_STORED_TEXT_CHARS,
+    TRANSIENT_KINDS,
     Drift,
     Event,
     Record,
@@ -60,10 +68,11 @@ from ..events import (
 from ..store import Batch, DocumentFacts, utc_now
 from ..store.batch import tally_record
 from ..store.cursors import CursorStore
-from . import fingerprint, sources, tail
+from . import fingerprint, sources, tail, text_tail
+from .agent_db import AgentDB
 from .cursor_db import CursorChatDB
+from .db_schemas import SCHEMAS
 from .folders import resolve_encoded
-from .opencode_db import OpenCodeDB
 
 log = structlog.get_logger("agentsrc.ingest")
 
@@ -78,8 +87,9 @@ MAX_SIDECAR_BYTES = 64 * 1024
 # A busy or locked database is polled again after this long, doubling up to the cap.
 BUSY_RETRY_S = 0.1
 BUSY_RETRY_MAX_S = 5.0
-# The sqlite mode's Cursor.state: {"adapter": <adapter state>, "reader": <reader cursor>}
-ADAPTER_STATE = "adapter"
+# The sqlite mode's Cursor.state: {"adapter": <adapter state>, "reader": <reader cursor>};
+# the text mode's: {"adapter": <adapter state>, "text": <where it reads from>}.
+ADAPTER_STATE = text_tail.ADAPTER_STATE
 READER_CURSOR = "reader"
 
 Stat = list[int]  # [dev, ino, size, mtime_ns]: JSON-friendly, compared as a whole
@@ -87,9 +97,13 @@ Stat = list[int]  # [dev, ino, size, mtime_ns]: JSON-friendly, compared as a who
 # append to a few files; the others' states wait in the store: Ingestor.committed).
 KEPT_STATES = 64
 
-# The reader of each agent's databases (the sqlite mode): one per database file, kept
-# open between rounds; ``poll(cursor) -> PollResult`` and ``changed()`` (opencode_db).
-DB_READERS: dict[str, type[OpenCodeDB]] = {"opencode": OpenCodeDB, "cursor": CursorChatDB}
+# The reader of each agent's databases (the sqlite mode), by adapter: one per database
+# file, kept open between rounds; ``poll(cursor) -> PollResult`` and ``changed()``
+# (agent_db). OpenCode's and Crush's keyset tables are their DbSchema (db_schemas.py).
+DB_READERS: dict[str, Callable[..., AgentDB]] = {
+    **{adapter: partial(AgentDB, schema=schema) for adapter, schema in SCHEMAS.items()},
+    "cursor": CursorChatDB,
+}
 
 
 def _seed(adapter: Adapter, path: str, state: dict[str, Any], mtime_ns: int | None) -> None:
@@ -181,7 +195,7 @@ class Ingestor:
     # The sqlite mode's readers, one per database, kept open between polls (their
     # connection's data_version tells a commit apart from nothing), and which of them
     # were caught up at their last poll.
-    readers: dict[str, OpenCodeDB] = field(default_factory=dict)
+    readers: dict[str, AgentDB] = field(default_factory=dict)
     caught_up: set[str] = field(default_factory=set)
     busy: dict[str, float] = field(default_factory=dict)  # path -> the next retry delay
     # The store's cursors (the Store's, set by the daemon): a cursor's state left in the
@@ -296,7 +310,7 @@ class Ingestor:
             held = c.sidecar_sig if c.state_in_store else _sidecar_held(c).get("sig")
             if _stat(sidecar) != held:
                 return True
-        if spec.mode == sources.JSONL:
+        if spec.mode in (sources.JSONL, sources.TEXT):
             return st.st_size != c.offset or st.st_mtime_ns != c.mtime_ns
         return st.st_size != c.size or st.st_mtime_ns != c.mtime_ns
 
@@ -310,7 +324,7 @@ class Ingestor:
         return sum(
             max(0, (c.size or 0) - c.offset)
             for c in cursors
-            if c.mode == sources.JSONL and c.gone_at is None
+            if c.mode in (sources.JSONL, sources.TEXT) and c.gone_at is None
         )
 
     # ---- one file ----------------------------------------------------------------
@@ -334,6 +348,8 @@ class Ingestor:
             rnd = self._ingest_document(spec, cursor, batch)
         elif spec.mode == sources.SQLITE:
             rnd = self._ingest_sqlite(spec, cursor, batch, budget_bytes)
+        elif spec.mode == sources.TEXT:
+            rnd = self._ingest_text(spec, cursor, batch, budget_bytes)
         else:
             rnd = self._ingest_memory(spec, cursor, batch)
         if rnd.gone:
@@ -472,6 +488,9 @@ class Ingestor:
         if produced and self.scan is not None:
             produced.extend(self.scan.process(produced))
         price = self.price
+        if any(ev.kind in TRANSIENT_KINDS for ev in produced):
+            # Made for the scan alone (what a model was sent): its findings are kept.
+            produced[:] = [ev for ev in produced if ev.kind not in TRANSIENT_KINDS]
         for ev in produced:
             if price is not None:
                 price(ev)
@@ -648,6 +667,40 @@ class Ingestor:
         batch.cursors[path] = cursor
         return rnd
 
+    # ---- text sources ----------------------------------------------------------------
+
+    def _ingest_text(
+        self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch, budget: int
+    ) -> FileRound:
+        """One read of a text source and its companions (ingest/text_tail.py): the
+        adapter's final records, the positions it reached committed with them."""
+        reader = text_stream_reader(self.adapters[spec.adapter])
+        if reader is None:
+            raise RuntimeError(f"the {spec.adapter} adapter reads no text sources ({spec.path})")
+        rnd = FileRound(spec.path)
+        try:
+            got = text_tail.read_source(spec, cursor, self.adapters[spec.adapter], reader,
+                                        budget, self.max_line_bytes)
+        except Exception as exc:  # the adapter's: counted, the source goes on later
+            _count_adapter_error(cursor, exc)
+            batch.cursors[spec.path] = cursor
+            return rnd
+        if got is None:
+            rnd.gone = True
+            return rnd
+        if got.reset:
+            rnd.reset = got.reset
+            log.info("source_reset", path=spec.path, reason=got.reset)
+        produced: list[Event] = []
+        sessions_seen: set[str] = set()
+        _tally_text(batch, spec.adapter, self.adapters[spec.adapter], got.read, cursor.state)
+        for rec in got.records:
+            self._route(rec, spec.path, "\0", 0, produced, sessions_seen, batch)
+        self._finish(produced, sessions_seen, spec.path, batch)
+        rnd.bytes, rnd.more, rnd.retry_after = got.bytes, got.more, got.retry_after
+        batch.cursors[spec.path] = cursor
+        return rnd
+
     def _ingest_memory(self, spec: sources.SourceSpec, cursor: Cursor, batch: Batch) -> FileRound:
         rnd = FileRound(spec.path)
         facts = tail.hash_file(spec.path)
@@ -737,6 +790,23 @@ def _tally_rows(
         tally_record(batch.fidelity, *key, NOT_UNDERSTOOD)
     for _ in range(rows - min(drift, rows)):
         tally_record(batch.fidelity, *key, rest)
+
+
+def _tally_text(
+    batch: Batch, name: str, adapter: Adapter, read: list[dict[str, Any]], state: Any
+) -> None:
+    """The final records of a text source's read (``TextRead.read``), each counted by
+    what became of it, named by the adapter's ``record_kind``."""
+    adapter_state = state.get(ADAPTER_STATE) if isinstance(state, dict) else None
+    for obj in read:
+        version, record_type, ignored = record_kind(adapter, obj, adapter_state)
+        if obj.get("drift"):
+            outcome = NOT_UNDERSTOOD
+        elif obj.get("events"):
+            outcome = EVENTS
+        else:
+            outcome = IGNORED if ignored else FOLDED
+        tally_record(batch.fidelity, name, version, record_type, outcome)
 
 
 def _count_adapter_error(cursor: Cursor, exc: Exception, offset: int | None = None) -> None:

@@ -11,10 +11,18 @@ A source is one of:
   the task files of Cline, Roo Code and Kilo Code, Cline's sessions, Continue's
   sessions); a text document (Cursor's ``.txt`` transcripts, ``text_document``) is
   handed to the adapter as text;
-* ``sqlite``: an OpenCode database read through ``ingest/opencode_db.py`` from a
-  persisted keyset cursor, a Cursor CLI chat's ``store.db`` (its ``meta`` table)
-  through ``ingest/cursor_db.py``;
+* ``sqlite``: an agent's database (OpenCode's, Crush's) read through
+  ``ingest/agent_db.py`` from a persisted keyset cursor, a Cursor CLI chat's ``store.db``
+  (its ``meta`` table) through ``ingest/cursor_db.py``;
+* ``text``: a text file that grows, whose records span lines (Aider's Markdown chat
+  history), read through ``ingest/text_tail.py``: the adapter says how far its records
+  are final. It has **companions**, files of the same agent read in the same round from
+  positions of their own (Aider's input and LLM histories: ``companions_of``);
 * ``memory``: an agent memory file, tracked by size and content hash only.
+
+Two agents keep their files in the projects they work in, not under a root: Aider
+(``<project>/.aider.chat.history.md``) and Crush (``<project>/.crush/crush.db``).
+``project_file`` names them; ``ingest/project_scan.py`` finds them.
 
 Some files are not sources but matter to one: a **sidecar** is read by the ingest layer
 with its transcript (Gemini's ``.project_root``, Copilot's ``workspace.yaml``: see
@@ -39,7 +47,15 @@ from pathlib import Path
 JSONL = "jsonl"
 DOCUMENT = "document"
 SQLITE = "sqlite"
+TEXT = "text"
 MEMORY = "memory"
+
+# The files agents keep in a project folder (path relative to it -> adapter, mode), and
+# the companions of a text source (name -> file beside it).
+AIDER_CHAT = ".aider.chat.history.md"
+CRUSH_DB = ".crush/crush.db"
+PROJECT_FILES = {AIDER_CHAT: ("aider", TEXT), CRUSH_DB: ("crush", SQLITE)}
+COMPANIONS = {"aider": {"input": ".aider.input.history", "llm": ".aider.llm.history"}}
 
 _UUIDISH = r"[0-9A-Za-z][0-9A-Za-z_-]*"
 _CLAUDE_JSONL = re.compile(
@@ -164,14 +180,34 @@ def classify(
 ) -> SourceSpec | None:
     """What ``path`` is, given the adapter roots (and ``extra``: source files named
     outside the roots' layouts, path -> adapter, such as $OPENCODE_DB); None when it
-    is not a source."""
+    is not a source. A project file (``project_file``) is one wherever it is."""
     for adapter, root_s, rel in _relative(path, roots):
         mode = _mode_for(adapter, rel)
         if mode is not None:
             return SourceSpec(path=path, adapter=adapter, mode=mode, root=root_s)
     if extra and path in extra:
         return SourceSpec(path, extra[path], SQLITE, os.path.dirname(path))
+    return project_file(path)
+
+
+def project_file(path: str) -> SourceSpec | None:
+    """An agent's file in a project folder (PROJECT_FILES), by its name; its root is the
+    project folder."""
+    name = os.path.basename(path)
+    if name == AIDER_CHAT:
+        return SourceSpec(path, "aider", TEXT, os.path.dirname(path))
+    if name == "crush.db" and os.path.basename(os.path.dirname(path)) == ".crush":
+        return SourceSpec(path, "crush", SQLITE, os.path.dirname(os.path.dirname(path)))
     return None
+
+
+def companions_of(spec: SourceSpec) -> dict[str, str]:
+    """The companions a text source is read with: name -> path (whether it exists)."""
+    if spec.mode != TEXT:
+        return {}
+    folder = os.path.dirname(spec.path)
+    return {name: os.path.join(folder, file)
+            for name, file in COMPANIONS.get(spec.adapter, {}).items()}
 
 
 def _mode_for(adapter: str, rel: str) -> str | None:
@@ -274,6 +310,14 @@ def dependents(
     Only sources that exist are returned (a sidecar written before its transcript wakes
     nothing: the transcript's own creation will)."""
     base = os.path.basename(path)
+    for adapter, companions in COMPANIONS.items():
+        if base in companions.values():
+            for file, (owner, _mode) in PROJECT_FILES.items():
+                source = os.path.join(os.path.dirname(path), file)
+                if owner == adapter and os.path.isfile(source):
+                    spec = project_file(source)
+                    return [spec] if spec is not None else []
+            return []
     for suffix in ("-wal", "-shm"):
         if base.endswith(suffix):
             db = path[: -len(suffix)]

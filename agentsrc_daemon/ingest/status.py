@@ -84,6 +84,8 @@ class StatusBoard:
         self.sink: Any = None  # sink.pusher.Pusher
         # The prices in use: the table's source and the fingerprint (daemon.py).
         self.prices: dict[str, Any] | None = None
+        # The project files found and the folders searched (ingest/project_scan.py).
+        self.projects: Callable[[], dict[str, Any]] = dict
 
     def gated(self, handler: Handler) -> Handler:
         """A query that comes while the schema migrates waits for it (a while), then is
@@ -162,6 +164,7 @@ class StatusBoard:
                 agent: {"path": str(path), "watch": root_watch(watch_modes, str(path))}
                 for agent, path in self.cfg.roots().items()
             },
+            "projects": self.projects(),
             "data_dir": str(self.cfg.data_dir),
             "socket": str(self.cfg.socket_path),
             "scan": self.scan,

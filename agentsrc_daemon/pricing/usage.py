@@ -66,6 +66,10 @@ CONVENTIONS: dict[str, Convention] = {
     "amp": Convention(False, True, "anthropic"),
     "cline": ANTHROPIC_WAY,
     "crush": ANTHROPIC_WAY,
+    # Aider's "Tokens: N sent" is litellm's prompt_tokens (cache reads in it) plus the
+    # cache writes when the provider reports them apart (aider/coders/base_coder.py);
+    # completion_tokens holds the reasoning. It records its cost (the message's).
+    "aider": Convention(True, True, None),
     # Pi's usage (pi-ai): input without the cache (OpenAI's cached tokens taken out of
     # it), reasoning inside output; each usage event names its provider.
     "pi": ANTHROPIC_WAY,

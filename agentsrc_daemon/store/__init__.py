@@ -8,6 +8,7 @@ package; it knows nothing of agent formats.
 from .batch import Batch, DocumentFacts, Inserted, Row, prepare, utc_now
 from .connection import connect
 from .migrations.runner import migrate
+from .queries.sessions import project_roots
 from .reader import Reader
 from .writer import Store
 
@@ -21,5 +22,6 @@ __all__ = [
     "connect",
     "migrate",
     "prepare",
+    "project_roots",
     "utc_now",
 ]

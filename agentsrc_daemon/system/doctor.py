@@ -34,6 +34,7 @@ from agentsrc_daemon.rpc.client import Client
 from agentsrc_daemon.store import health
 from agentsrc_daemon.store.queries import fidelity
 from agentsrc_daemon.system.check import Check
+from agentsrc_daemon.system.project_checks import check_project_files, check_project_folders
 from agentsrc_daemon.system.service import (
     ServiceStatus,
     ServiceTarget,
@@ -603,6 +604,7 @@ def run_checks(
     uid = os.geteuid() if uid is None else uid
     platform = sys.platform if platform is None else platform
     checks = check_roots(cfg)
+    checks += check_project_folders(cfg)
     checks.append(check_data_dir(cfg, uid))
     checks.append(check_database_file(cfg, uid))
     checks.append(check_socket(cfg, uid))
@@ -625,6 +627,7 @@ def run_checks(
     if faithful is not None:
         checks.append(faithful)
     checks.append(check_daemon(cfg, ask_daemon))
+    checks.append(check_project_files(cfg, ask_daemon))
     checks.extend(check_sink(cfg, ask_daemon))
     from .web_service import check_web  # it builds on this module's Check
 

@@ -269,6 +269,13 @@ def search_cut_of(
     return [upto, floor, lo, hi], int(events) + len(titles)
 
 
+def project_roots(conn: apsw.Connection) -> list[str]:
+    """Every project root the sessions name (what the project scan looks in; the
+    sessions_project index holds them, so this reads no session row)."""
+    return [str(r[0]) for r in conn.execute(
+        "SELECT DISTINCT project_root FROM sessions WHERE project_root IS NOT NULL")]
+
+
 def resolve(conn: apsw.Connection, ident: str) -> str | None:
     """Accept our id, the agent's native id, or a unique prefix of either."""
     row = conn.execute("SELECT id FROM sessions WHERE id=?", (ident,)).fetchone()

@@ -1,9 +1,12 @@
-"""Reads an OpenCode SQLite database (``opencode.db``) while OpenCode runs, without ever
-blocking or writing it, from a persisted cursor, in bounded pages.
+"""Reads an agent's SQLite database (OpenCode's ``opencode.db``, Crush's ``crush.db``)
+while the agent runs, without ever blocking or writing it, from a persisted cursor, in
+bounded pages.
 
-It knows OpenCode's tables (``session``, ``message``, ``part``) and nothing of the
-agentsrc store: :meth:`OpenCodeDB.poll` returns rows (columns by name, ``data`` decoded)
-and the new cursor; the caller turns rows into records (adapters/opencode.py) and
+It knows no agent: the tables it reads, their columns, the time column each is ordered
+by and what a row carries of its neighbours come in a ``DbSchema`` (ingest/db_schemas.py
+has OpenCode's and Crush's). It knows nothing of the agentsrc store either:
+:meth:`AgentDB.poll` returns rows (columns by name, the JSON column decoded) and the new
+cursor; the caller turns rows into records (the agent's adapter, ``parse_rows``) and
 commits the cursor with them.
 
 Never blocking, never writing:
@@ -13,14 +16,14 @@ Never blocking, never writing:
   ``schema_version``, ``table_info``). A read-only connection cannot checkpoint, so the
   database file and its ``-wal`` are never written. In WAL mode SQLite still maps the
   ``-shm`` index and sets a read mark in it (that is how readers and the writer agree on
-  a snapshot), and it creates an empty ``-wal``/``-shm`` pair when OpenCode has removed
+  a snapshot), and it creates an empty ``-wal``/``-shm`` pair when the agent has removed
   them, as any SQLite reader does.
 * Each poll is one short read transaction (``BEGIN`` ... ``COMMIT``): one snapshot for
-  every query of the poll, nothing held between polls, so OpenCode's checkpoints are
+  every query of the poll, nothing held between polls, so the agent's checkpoints are
   never held back for long. A busy or locked database (a rollback-journal writer, a WAL
   recovery) waits at most ``busy_timeout_ms`` and the poll returns ``busy``: retry later.
 
-Noticing changes (:meth:`OpenCodeDB.changed`): ``PRAGMA data_version`` on the kept-open
+Noticing changes (:meth:`AgentDB.changed`): ``PRAGMA data_version`` on the kept-open
 connection, which changes exactly when another connection committed, in WAL and
 rollback-journal mode alike; and the (device, inode, size, mtime) of the database and
 its ``-wal``, which is what a file watcher sees, costs one ``stat`` each, and tells a
@@ -31,27 +34,34 @@ hide two commits, and a database in rollback mode has no ``-wal`` at all.
 The cursor (a JSON dict, committed by the caller with what it derived from the rows)::
 
     {"v": 1, "dev": int, "ino": int,
-     "tables": {"session"|"message"|"part": {
-         "t": int | None,      # keyset: the largest (time_updated, id) delivered...
+     "tables": {<table>: {
+         "t": int | None,      # keyset: the largest (time, id) delivered...
          "id": str,            # ...ties broken by id, so a restart re-reads nothing
          "rowid": int | None,  # the largest rowid the late-insert check has covered
-         "floor": int,         # the recent window never reaches below this (ms)
-         "seen": {id: [time_updated, octet_length(data)]}}}}  # rows of the window
+         "floor": int,         # the recent window never reaches below this
+         "seen": {id: [time, fingerprint]}}}}  # rows of the window
 
-Which rows a poll returns, per table, in one snapshot (OpenCode upserts rows and bumps
-``time_updated`` in milliseconds on every write; there is no index on it, so (b) and (c)
-scan the table, which is why a poll should follow a change, not a timer):
+The time is each table's update time (``TableSpec.time``: OpenCode's ``time_updated``,
+Crush's ``updated_at``) in the unit the agent writes it: milliseconds for OpenCode;
+seconds for Crush, whose schema comment says milliseconds (the unit is told from the
+values, ``TableSpec.unit_ms``). The fingerprint is the length of the JSON column, or of
+the other columns that change (``TableSpec.fingerprint``) for a table without one.
 
-(a) late inserts: rows whose rowid is above ``rowid`` but whose ``time_updated`` is below
+Which rows a poll returns, per table, in one snapshot (the agents upsert rows and bump
+their time on every write; there is no index on it, so (b) and (c) scan the table,
+which is why a poll should follow a change, not a timer):
+
+(a) late inserts: rows whose rowid is above ``rowid`` but whose time is below
     the window and the watermark (a writer's clock stepped back): rowid order;
 (b) the recent window: rows at or below the watermark updated in the last ``lag_ms``
-    (by the wall clock) whose (time_updated, length) differ from what was delivered: a
-    second OpenCode process committing a row stamped before our watermark (it waited up
-    to its 5 s busy timeout), or a row rewritten within the same millisecond;
-(c) the keyset: rows above the watermark, in (time_updated, id) order, up to the budget.
+    (by the wall clock) whose (time, fingerprint) differ from what was delivered: a
+    second agent process committing a row stamped before our watermark (it waited up
+    to its busy timeout), or a row rewritten within the same millisecond (Crush: the
+    same second);
+(c) the keyset: rows above the watermark, in (time, id) order, up to the budget.
 
 Each row version is delivered once; a row updated later is delivered again (its new
-version). Rows, bytes (``octet_length(data)``) and single rows are bounded; a missing
+version). Rows, bytes (the JSON column's length) and single rows are bounded; a missing
 table or column (an older or newer schema) is a counted error and that table is
 skipped, never a crash.
 """
@@ -67,49 +77,50 @@ from typing import Any
 import apsw
 import orjson
 
-TABLES = ("session", "message", "part")
-# The order a poll reads them in: sessions first (a prompt titles a session only once its
-# placeholder title is known), parts before messages (a compaction request's part says
-# whether it was automatic; the summary message that answers it has the same key).
-POLL_ORDER = ("session", "part", "message")
 CURSOR_VERSION = 1
 
-REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "session": ("id", "time_updated"),
-    "message": ("id", "session_id", "time_updated", "data"),
-    "part": ("id", "message_id", "session_id", "time_updated", "data"),
-}
-# Columns returned when present (large or sensitive ones, such as summary_diffs, share
-# and permission, are never read).
-WANTED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "session": (
-        "id",
-        "project_id",
-        "workspace_id",
-        "parent_id",
-        "slug",
-        "directory",
-        "title",
-        "version",
-        "time_created",
-        "time_updated",
-        "time_compacting",
-        "time_archived",
-    ),
-    "message": ("id", "session_id", "time_created", "time_updated", "data"),
-    "part": ("id", "message_id", "session_id", "time_created", "time_updated", "data"),
-}
-# What a part row carries of its message (the adapter needs the role, turn, model, cwd).
-MESSAGE_CONTEXT_PATHS = (
-    "$.role",
-    "$.parentID",
-    "$.modelID",
-    "$.providerID",
-    "$.path.cwd",
-    "$.time.created",
-    "$.time.completed",
-    "$.summary",
-)
+# Columns a row carries of its neighbours (OpenCode: a part's message context) are added
+# by a table's ``context``: the extra SELECT expressions and joins, given the columns
+# each table of the schema has, and the decoder that puts their values into the row.
+ContextSql = Callable[[dict[str, "tuple[str, ...] | None"], str], tuple[list[str], str]]
+ContextDecode = Callable[[dict[str, Any], list[Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """One table a reader polls."""
+
+    name: str
+    required: tuple[str, ...]  # without one of these the table is skipped (counted)
+    wanted: tuple[str, ...]  # returned when present (large or sensitive ones are never)
+    time: str  # the update time the keyset orders by (an integer column)
+    json: str | None = None  # the JSON column decoded (its length bounded)
+    json_type: type = dict  # what it must decode to (OpenCode: an object, Crush: a list)
+    # For a table without a JSON column: the columns whose joined length tells a row
+    # rewritten within one tick of its time (a title, a cost).
+    fingerprint: tuple[str, ...] = ()
+    row_bytes: int = 256  # what a row without a JSON column counts against the budget
+    # Milliseconds per unit of ``time``; None: told from the values (under 1e11:
+    # seconds, else milliseconds), for an agent whose schema says one and writes another.
+    unit_ms: int | None = 1
+    context_sql: ContextSql | None = None
+    context_decode: ContextDecode | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DbSchema:
+    """The tables of one agent's database, and the order a poll reads them in."""
+
+    tables: tuple[TableSpec, ...]
+    poll_order: tuple[str, ...]
+
+    def table(self, name: str) -> TableSpec:
+        return next(t for t in self.tables if t.name == name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tables)
+
 
 DEFAULT_MAX_ROWS = 500
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
@@ -119,7 +130,6 @@ DEFAULT_LAG_MS = 10_000
 DEFAULT_WINDOW_ROWS = 200
 DEFAULT_SEEN_CAP = 2000
 FETCH_CHUNK = 100
-SESSION_ROW_BYTES = 256  # what a session row counts against the byte budget
 
 # Error counters (PollResult.errors keys are "<reason>:<table>")
 MISSING_TABLE = "missing_table"
@@ -130,6 +140,7 @@ ROWID_REGRESSED = "rowid_regressed"
 SQL_ERROR = "sql_error"
 
 _MIN_T = -(2**62)
+SECONDS_BELOW = 10**11  # a time under this (2286 in ms) is in seconds
 
 
 @dataclass(slots=True)
@@ -185,12 +196,13 @@ class _Budget:
         return self.rows <= 0 or self.bytes <= 0
 
 
-class OpenCodeDB:
-    """One OpenCode database, read incrementally. Not thread-safe; one per file."""
+class AgentDB:
+    """One agent's database, read incrementally. Not thread-safe; one per file."""
 
     def __init__(
         self,
         path: str,
+        schema: DbSchema,
         *,
         max_rows: int = DEFAULT_MAX_ROWS,
         max_bytes: int = DEFAULT_MAX_BYTES,
@@ -202,6 +214,7 @@ class OpenCodeDB:
         clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self.path = path
+        self.layout = schema
         self.max_rows = max(1, max_rows)
         self.max_bytes = max(1, max_bytes)
         self.max_row_bytes = max_row_bytes
@@ -257,7 +270,7 @@ class OpenCodeDB:
                 self._conn = None
                 self._identity = None
 
-    def __enter__(self) -> OpenCodeDB:
+    def __enter__(self) -> AgentDB:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -294,20 +307,21 @@ class OpenCodeDB:
             return
         self._schema_version = version
         self._columns = {}
-        for table in TABLES:
+        for spec in self.layout.tables:
+            table = spec.name
             present = {row[1] for row in conn.execute(f"PRAGMA table_info({_quote(table)})")}
             if not present:
                 errors[f"{MISSING_TABLE}:{table}"] = errors.get(f"{MISSING_TABLE}:{table}", 0) + 1
                 self._columns[table] = None
                 continue
-            missing = [c for c in REQUIRED_COLUMNS[table] if c not in present]
+            missing = [c for c in spec.required if c not in present]
             if missing:
                 for c in missing:
                     key = f"{MISSING_COLUMN}:{table}.{c}"
                     errors[key] = errors.get(key, 0) + 1
                 self._columns[table] = None
                 continue
-            self._columns[table] = tuple(c for c in WANTED_COLUMNS[table] if c in present)
+            self._columns[table] = tuple(c for c in spec.wanted if c in present)
 
     def schema(self) -> dict[str, tuple[str, ...] | None]:
         """The columns read per table as of the last poll (None: the table is skipped)."""
@@ -320,7 +334,7 @@ class OpenCodeDB:
         ``max_bytes`` of data (at least one row), in one read transaction. The
         returned cursor covers exactly the rows returned."""
         result = PollResult()
-        cur = _load_cursor(cursor)
+        cur = _load_cursor(cursor, self.layout.names)
         try:
             conn = self._connection()
         except apsw.Error as exc:
@@ -358,7 +372,7 @@ class OpenCodeDB:
             result.cursor = cur
             return result
         except (apsw.Error, ValueError, TypeError) as exc:
-            # The schema changed under us, the file is damaged, a row holds what OpenCode
+            # The schema changed under us, the file is damaged, a row holds what the agent
             # never writes: count, keep the cursor, read nothing.
             result.pages = []
             result.more = False
@@ -375,12 +389,13 @@ class OpenCodeDB:
         budget = _Budget(self.max_rows, self.max_bytes)
         now = self._clock_ms()
         tables = cur["tables"]
-        for table in POLL_ORDER:
+        for table in self.layout.poll_order:
             columns = self._columns.get(table)
             if columns is None:
                 continue
             tc = _load_table_cursor(tables.get(table))
-            rows, caught_up = self._poll_table(conn, table, columns, tc, budget, now, result.errors)
+            spec = self.layout.table(table)
+            rows, caught_up = self._poll_table(conn, spec, columns, tc, budget, now, result.errors)
             tables[table] = tc
             if rows:
                 result.pages.append(Page(table, rows))
@@ -391,28 +406,31 @@ class OpenCodeDB:
     def _poll_table(
         self,
         conn: apsw.Connection,
-        table: str,
+        spec: TableSpec,
         columns: tuple[str, ...],
         tc: dict[str, Any],
         budget: _Budget,
         now: int,
         errors: dict[str, int],
     ) -> tuple[list[dict[str, Any]], bool]:
+        table = spec.name
         q = _quote(table)
-        fp = _fingerprint_sql(table, columns)
+        tm = _quote(spec.time)
+        fp = _fingerprint_sql(spec, columns)
         t_prev: int | None = tc["t"]
         t = _MIN_T if t_prev is None else t_prev
         last_id: str = tc["id"]
         seen: dict[str, list[int]] = tc["seen"]
-        low = max(now - self.lag_ms, tc["floor"])
-        # A time that is not a number (never written by OpenCode) is never read: it
+        unit = spec.unit_ms or _unit_of(t_prev)
+        low = max((now - self.lag_ms) // unit, tc["floor"])
+        # A time that is not a number (never written by the agent) is never read: it
         # could not be ordered against the watermark.
         numeric = (
-            "(typeof(time_updated) = 'integer' OR (typeof(time_updated) = 'real'"
-            " AND time_updated = CAST(time_updated AS INTEGER)))"
+            f"(typeof({tm}) = 'integer' OR (typeof({tm}) = 'real'"
+            f" AND {tm} = CAST({tm} AS INTEGER)))"
         )
-        upto = f"({numeric} AND (time_updated < :t OR (time_updated = :t AND id <= :i)))"
-        after = f"({numeric} AND (time_updated > :t OR (time_updated = :t AND id > :i)))"
+        upto = f"({numeric} AND ({tm} < :t OR ({tm} = :t AND id <= :i)))"
+        after = f"({numeric} AND ({tm} > :t OR ({tm} = :t AND id > :i)))"
         args = {"t": t, "i": last_id, "low": low}
         out: list[dict[str, Any]] = []
         delivered: list[tuple[_Key, int]] = []  # (key, fingerprint) of every row returned
@@ -429,13 +447,13 @@ class OpenCodeDB:
             keys = [
                 _Key(int(r[0]), _ms(r[1]), str(r[2]))
                 for r in conn.execute(
-                    f"SELECT rowid, time_updated, id FROM {q} WHERE rowid > :r"
-                    f" AND time_updated < :low AND {upto} ORDER BY rowid LIMIT :n",
+                    f"SELECT rowid, {tm}, id FROM {q} WHERE rowid > :r"
+                    f" AND {tm} < :low AND {upto} ORDER BY rowid LIMIT :n",
                     dict(args, r=rowid_prev, n=budget.rows),
                 )
             ]
             late_truncated = len(keys) >= budget.rows
-            got = self._fetch(conn, table, columns, keys, budget, errors, out, delivered,
+            got = self._fetch(conn, spec, columns, keys, budget, errors, out, delivered,
                               partial=True)
             if got < len(keys):
                 late_truncated = True
@@ -449,14 +467,14 @@ class OpenCodeDB:
             window = [
                 (_Key(int(r[0]), _ms(r[1]), str(r[2])), int(r[3] or 0))
                 for r in conn.execute(
-                    f"SELECT rowid, time_updated, id, {fp} FROM {q}"
-                    f" WHERE time_updated >= :low AND {upto}"
-                    " ORDER BY time_updated DESC, id DESC LIMIT :n",
+                    f"SELECT rowid, {tm}, id, {fp} FROM {q}"
+                    f" WHERE {tm} >= :low AND {upto}"
+                    f" ORDER BY {tm} DESC, id DESC LIMIT :n",
                     dict(args, n=self.window_rows),
                 )
             ]
             changed = [k for k, f in reversed(window) if seen.get(k.id) != [k.t, f]]
-            self._fetch(conn, table, columns, changed, budget, errors, out, delivered,
+            self._fetch(conn, spec, columns, changed, budget, errors, out, delivered,
                         partial=False)
 
         # (c) the keyset, above the watermark. One key more than the budget tells
@@ -468,20 +486,24 @@ class OpenCodeDB:
             keys = [
                 _Key(int(r[0]), _ms(r[1]), str(r[2]))
                 for r in conn.execute(
-                    f"SELECT rowid, time_updated, id FROM {q} WHERE {after}"
-                    " ORDER BY time_updated, id LIMIT :n",
+                    f"SELECT rowid, {tm}, id FROM {q} WHERE {after}"
+                    f" ORDER BY {tm}, id LIMIT :n",
                     dict(args, n=want + 1),
                 )
             ]
             wanted = keys[:want]
             before = len(delivered)
-            got = self._fetch(conn, table, columns, wanted, budget, errors, out, delivered,
+            got = self._fetch(conn, spec, columns, wanted, budget, errors, out, delivered,
                               partial=True)
             if got:
                 last = delivered[before + got - 1][0]
                 tc["t"], tc["id"] = last.t, last.id
             caught_up = len(keys) <= want and got == len(wanted)
         tc["rowid"] = max_rowid
+        if spec.unit_ms is None and t_prev is None and delivered:
+            # The first rows of a table whose unit is told from its values.
+            unit = _unit_of(max(key.t for key, _ in delivered))
+            low = max((now - self.lag_ms) // unit, tc["floor"])
         self._remember(tc, delivered, low)
         return out, caught_up
 
@@ -503,7 +525,7 @@ class OpenCodeDB:
     def _fetch(
         self,
         conn: apsw.Connection,
-        table: str,
+        spec: TableSpec,
         columns: tuple[str, ...],
         keys: list[_Key],
         budget: _Budget,
@@ -517,8 +539,8 @@ class OpenCodeDB:
         the budget is spent (after at least one row overall); returns how many of
         ``keys`` were taken (a row skipped as bad or oversize counts as taken)."""
         taken = 0
-        sql = _fetch_sql(table, columns, self._columns)
-        cap = [self.max_row_bytes] if "data" in columns else []
+        sql = _fetch_sql(spec, columns, self._columns)
+        cap = [self.max_row_bytes] if spec.json in columns else []
         for start in range(0, len(keys), FETCH_CHUNK):
             chunk = keys[start : start + FETCH_CHUNK]
             marks = ",".join("?" for _ in chunk)
@@ -533,10 +555,10 @@ class OpenCodeDB:
                 raw = by_rowid.get(key.rowid)
                 if raw is None:
                     continue  # gone between the two queries of one snapshot: cannot happen
-                row, size = _decode(table, columns, raw, errors)
+                row, size = _decode(spec, columns, raw, errors)
                 delivered.append((key, size))
                 budget.rows -= 1
-                budget.bytes -= size if table != "session" else SESSION_ROW_BYTES
+                budget.bytes -= size if spec.json in columns else spec.row_bytes
                 if row is not None:
                     out.append(row)
         return taken
@@ -546,12 +568,18 @@ class OpenCodeDB:
 
 
 def _ms(value: Any) -> int:
-    """A ``time_updated`` as stored (an integer; a whole REAL is accepted as one)."""
+    """A row's time as stored (an integer; a whole REAL is accepted as one)."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, int):
         return value
-    raise ValueError(f"time_updated {value!r} is not a whole number")
+    raise ValueError(f"time {value!r} is not a whole number")
+
+
+def _unit_of(t: int | None) -> int:
+    """Milliseconds per unit of a table's times, told from one of them (seconds when it
+    is under SECONDS_BELOW; milliseconds when unknown)."""
+    return 1000 if t is not None and abs(t) < SECONDS_BELOW else 1
 
 
 def _rollback(conn: apsw.Connection) -> None:
@@ -568,48 +596,38 @@ def _scalar(conn: apsw.Connection, sql: str, args: Any = None) -> Any:
     return row[0] if row else None
 
 
-def _fingerprint_sql(table: str, columns: tuple[str, ...]) -> str:
-    if "data" in columns:
-        return "octet_length(data)"
-    parts = [f"coalesce({c}, '')" for c in ("title", "directory", "version", "parent_id")
-             if c in columns]
+def _fingerprint_sql(spec: TableSpec, columns: tuple[str, ...]) -> str:
+    if spec.json in columns:
+        return f"octet_length({_quote(spec.json)})"
+    parts = [f"coalesce({_quote(c)}, '')" for c in spec.fingerprint if c in columns]
     return "octet_length(" + " || '|' || ".join(parts) + ")" if parts else "0"
 
 
 def _fetch_sql(
-    table: str, columns: tuple[str, ...], schema: dict[str, tuple[str, ...] | None]
+    spec: TableSpec, columns: tuple[str, ...], schema: dict[str, tuple[str, ...] | None]
 ) -> str:
-    """The rows of some rowids (``{marks}``); for a table with ``data``, parameter 1 is
-    the largest data length read: a larger ``data`` comes back NULL (counted oversize)."""
+    """The rows of some rowids (``{marks}``); for a table with a JSON column, parameter 1
+    is the largest length read: a larger value comes back NULL (counted oversize)."""
     t = "x"
-    cols = [f"{t}.{c}" if c != "data" else f"CASE WHEN octet_length({t}.data) <= ?1 THEN {t}.data END"
-            for c in columns]
-    fp = _fingerprint_sql(table, columns)
-    if "data" in columns:
-        fp = fp.replace("data", f"{t}.data")
+    cols = [
+        f"{t}.{_quote(c)}" if c != spec.json
+        else f"CASE WHEN octet_length({t}.{_quote(c)}) <= ?1 THEN {t}.{_quote(c)} END"
+        for c in columns
+    ]
+    fp = _fingerprint_sql(spec, columns).replace("octet_length(", f"octet_length({t}.", 1)
+    if spec.json not in columns:
+        fp = _fingerprint_sql(spec, columns).replace("coalesce(", f"coalesce({t}.")
     select = [f"{t}.rowid", *cols, fp]
     joins = ""
-    session_cols = schema.get("session") or ()
-    if table in ("message", "part") and session_cols:
-        select += [
-            "s.directory" if "directory" in session_cols else "NULL",
-            "s.version" if "version" in session_cols else "NULL",
-        ]
-        joins += f" LEFT JOIN session s ON s.id = {t}.session_id"
-    else:
-        select += ["NULL", "NULL"]
-    if table == "part" and schema.get("message") and "data" in (schema.get("message") or ()):
-        paths = ", ".join(f"'{p}'" for p in MESSAGE_CONTEXT_PATHS)
-        select.append(f"CASE WHEN json_valid(m.data) THEN json_extract(m.data, {paths}) END")
-        joins += f" LEFT JOIN message m ON m.id = {t}.message_id"
-    else:
-        select.append("NULL")
+    if spec.context_sql is not None:
+        extra, joins = spec.context_sql(schema, t)
+        select += extra
     # ?1 (in the select list, so numbered first) is the size cap; the rowids follow.
-    return f"SELECT {', '.join(select)} FROM {_quote(table)} {t}{joins} WHERE {t}.rowid IN ({{marks}})"
+    return f"SELECT {', '.join(select)} FROM {_quote(spec.name)} {t}{joins} WHERE {t}.rowid IN ({{marks}})"
 
 
 def _decode(
-    table: str, columns: tuple[str, ...], raw: Any, errors: dict[str, int]
+    spec: TableSpec, columns: tuple[str, ...], raw: Any, errors: dict[str, int]
 ) -> tuple[dict[str, Any] | None, int]:
     """One fetched row as a dict (None when it cannot be used), and its fingerprint."""
     values = list(raw)
@@ -618,9 +636,9 @@ def _decode(
     row: dict[str, Any] = {"rowid": rowid}
     row.update(zip(columns, values[1 : 1 + n], strict=True))
     size = int(values[1 + n] or 0)
-    directory, version, context = values[2 + n], values[3 + n], values[4 + n]
-    if "data" in columns:
-        text = row.get("data")
+    table = spec.name
+    if spec.json is not None and spec.json in columns:
+        text = row.get(spec.json)
         if text is None:
             key = f"{OVERSIZE}:{table}"
             errors[key] = errors.get(key, 0) + 1
@@ -631,41 +649,20 @@ def _decode(
             key = f"{BAD_JSON}:{table}"
             errors[key] = errors.get(key, 0) + 1
             return None, size
-        if not isinstance(decoded, dict):
+        if not isinstance(decoded, spec.json_type):
             key = f"{BAD_JSON}:{table}"
             errors[key] = errors.get(key, 0) + 1
             return None, size
-        row["data"] = decoded
-    if table in ("message", "part"):
-        row["session"] = {"directory": directory, "version": version}
-    if table == "part" and context is not None:
-        row["message"] = _message_context(context)
+        row[spec.json] = decoded
+    if spec.context_decode is not None:
+        spec.context_decode(row, values[2 + n :])
     return row, size
-
-
-def _message_context(text: Any) -> dict[str, Any]:
-    try:
-        values = orjson.loads(text)
-    except (orjson.JSONDecodeError, TypeError):
-        return {}
-    if not isinstance(values, list) or len(values) != len(MESSAGE_CONTEXT_PATHS):
-        return {}
-    role, parent, model, provider, cwd, created, completed, summary = values
-    return {
-        "role": role,
-        "parentID": parent,
-        "modelID": model,
-        "providerID": provider,
-        "path": {"cwd": cwd},
-        "time": {"created": created, "completed": completed},
-        "summary": summary is True or summary == 1,
-    }
 
 
 # -- cursors ----------------------------------------------------------------------------
 
 
-def _load_cursor(cursor: dict[str, Any] | None) -> dict[str, Any]:
+def _load_cursor(cursor: dict[str, Any] | None, names: tuple[str, ...]) -> dict[str, Any]:
     """A cursor in its full shape (a copy); anything unusable starts from nothing."""
     if not isinstance(cursor, dict) or cursor.get("v") != CURSOR_VERSION:
         return empty_cursor()
@@ -675,7 +672,7 @@ def _load_cursor(cursor: dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(dev, int) and isinstance(ino, int):
         out["dev"], out["ino"] = dev, ino
     if isinstance(tables, dict):
-        out["tables"] = {t: _load_table_cursor(tables.get(t)) for t in TABLES if t in tables}
+        out["tables"] = {t: _load_table_cursor(tables.get(t)) for t in names if t in tables}
     return out
 
 
