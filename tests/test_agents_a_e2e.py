@@ -265,10 +265,15 @@ def test_live_changes_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None
     assert "times:         from the transcript file (cursor writes no times" in shown
     # The roots status lists: the editors' (the harness sets $XDG_CONFIG_HOME, so the
     # home's ~/.config/Code is the second "Code": "Code-2"), each with how it is watched.
-    roots = d.call("status")["roots"]
-    by_path = {r["path"]: (name, r["watch"]) for name, r in roots.items()}
     roo = str(home / EDITOR_TASKS.format(ext="rooveterinaryinc.roo-cline"))[: -len("/tasks")]
-    assert by_path[roo] == ("roo-code@Code-2", "inotify")  # watched once it appeared
+
+    def roo_root() -> tuple[str, str]:
+        roots = d.call("status")["roots"]
+        return {r["path"]: (name, r["watch"]) for name, r in roots.items()}[roo]
+
+    # Watched once it appeared: at the next root check (daemon.ROOT_CHECK_INTERVAL_S).
+    assert wait_for(lambda: roo_root() == ("roo-code@Code-2", "inotify"), timeout=15)
+    roots = d.call("status")["roots"]
     assert roots["kilo-code@Code-2"]["watch"] == "missing"
     assert (roots["continue"]["path"], roots["continue"]["watch"]) == (
         str(home / ".continue"), "inotify")

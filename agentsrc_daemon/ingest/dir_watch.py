@@ -11,7 +11,7 @@ goes away marks its files dirty, so their sessions are marked gone. An inotify q
 overflow asks for a reconcile scan, as the roots' watcher does.
 
 Where inotify is not there (not Linux) or refuses (no instance or watch left), the
-found files are stat'ed instead on every ``poll`` (the loop's root check, every 2 s):
+found files are stat'ed instead on every ``poll`` (the loop's root check: every 2 s while polling):
 ``mode`` says which.
 """
 
