@@ -48,6 +48,10 @@ Example config file::
     level = "metadata"    # or "text": adds the stored (redacted) prompts and answers
     host_label = "ana-laptop"  # default: this machine's host name
     user_label = "ana"         # default: the login name
+
+Long on purpose (over 600 lines): every setting in one place, the one module that reads
+the environment (issue 25): the roots' registry, the tuning knobs, the file's sections
+and their checks.
 """
 
 from __future__ import annotations
@@ -728,7 +732,8 @@ def load_config(
     projects: Any = None,
     **root_flags: str | Path | None,
 ) -> Config:
-    """Resolve the configuration. Keyword arguments are command-line flags (None: unset);
+    """Resolve the configuration (long on purpose: each setting's flag, environment,
+    file and default side by side). Keyword arguments are command-line flags (None: unset);
     ``<key>_root`` for an agent's root (ROOTS), ``editors_root`` for the editors' user
     dirs (a path, or paths separated by ':'); ``projects`` for --projects-root (a list
     of the values given)."""

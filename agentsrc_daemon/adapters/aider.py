@@ -43,7 +43,7 @@ start is where the next read begins (``TextRead.reopen``), so a record that grow
 is emitted again whole, its events under the same keys with a higher revision (the
 record's length). The persisted state is always the state before the last record.
 
-Over 600 lines: the chat's framing, its two companions' framing and the run's reading
+Long on purpose (over 600 lines): the chat's framing, its two companions' framing and the run's reading
 are one format (three files written together); each part alone would only be read here.
 """
 

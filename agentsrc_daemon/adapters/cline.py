@@ -215,7 +215,7 @@ def _ui(ctx: LineContext, rows: list[Any]) -> None:
 
 
 def _row(ctx: LineContext, walk: _Walk, row: dict[str, Any], index: int, key: str, emit: bool) -> None:
-    """One UI row by its kind. Long because it is one dispatch over the row kinds, a
+    """One UI row by its kind. Long on purpose: one dispatch over the row kinds, a
     branch of a few lines each (docs/formats.md, "ui_messages.json"), kept in one place so
     the kinds read as the list they are."""
     kind = _row_kind(row)

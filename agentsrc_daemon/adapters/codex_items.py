@@ -145,7 +145,8 @@ def _synthetic_patch(changes: Any) -> str:
 
 
 def item_call(item: dict[str, Any]) -> ItemCall | None:
-    """What a tool item did, or None for an item that is not a tool invocation."""
+    """What a tool item did, or None for an item that is not a tool invocation. Long on
+    purpose: one dispatch over Codex's item types, a branch of a few lines each."""
     kind = item_type(item)
     if kind == "CommandExecution":
         argv = item.get("command")

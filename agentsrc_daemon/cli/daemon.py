@@ -78,7 +78,8 @@ def run(
         help="Short for --log-format json / console.",
     ),
 ) -> None:
-    """Run the daemon in the foreground (what the service manager runs)."""
+    """Run the daemon in the foreground (what the service manager runs). Long on
+    purpose: typer reads a command's options from its signature, one per agent's root."""
     # `agentsrc run` usually starts in launch.py without typer (cli/__init__.py); this
     # command is what typer parses otherwise, and ends the same way.
     from .launch import RunArgs, start

@@ -276,6 +276,9 @@ def derive(
 def _derive_from_call(
     event: Event, project_root_for: Callable[[str], str], home: str | None
 ) -> list[Event]:
+    """A tool call's reads, edits and command: the shell parser for a shell tool, else the
+    adapter's file-tool table. Long on purpose: one dispatch over every agent's tools, a
+    branch of a few lines each, so an agent's tools read as the list they are."""
     inp = event.input
     if not isinstance(inp, dict) or event.tool is None:
         return []

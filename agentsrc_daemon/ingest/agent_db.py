@@ -64,6 +64,9 @@ Each row version is delivered once; a row updated later is delivered again (its 
 version). Rows, bytes (the JSON column's length) and single rows are bounded; a missing
 table or column (an older or newer schema) is a counted error and that table is
 skipped, never a crash.
+
+Long on purpose (over 600 lines): one reader of a database another process writes, whose
+keyset walk, lag window, change detection and bounds must agree with one another.
 """
 
 from __future__ import annotations
@@ -413,6 +416,10 @@ class AgentDB:
         now: int,
         errors: dict[str, int],
     ) -> tuple[list[dict[str, Any]], bool]:
+        """One table's page: (a) late inserts below the window, (b) the recent window's
+        rows written or changed lately, (c) the rows past the watermark. Long on purpose: the
+        three reads share the page's keyset, watermark, budget and delivered list, in order;
+        split, each would take and hand back all of them."""
         table = spec.name
         q = _quote(table)
         tm = _quote(spec.time)

@@ -24,6 +24,11 @@ are read here, with the transcript they describe, and their text handed to the a
 own. A database's rows go to the adapter's ``parse_rows``. Both are optional methods of
 the adapter protocol (``adapters.sidecar_reader``, ``adapters.row_reader``): no adapter
 is named here, and the adapters never read a file.
+
+Long on purpose (over 600 lines): one round's reading of each source mode (jsonl,
+document, sqlite, text, memory) by the Ingestor that holds the files' states; the modes
+share its state cache, the cursors and the batch. The reading beneath each mode is in
+modules of its own (tail.py, text_tail.py, agent_db.py).
 """
 
 from __future__ import annotations
@@ -372,6 +377,10 @@ class Ingestor:
         stop: Callable[[], bool] | None = None,
         max_events: int | None = None,
     ) -> FileRound:
+        """A JSONL source from its offset: the tail-reader's complete lines through the
+        adapter, at most ``budget`` bytes (or ``max_events``). Long on purpose: the per-line
+        callback and what the tail-reader's result means for the cursor (a reset, deferred big
+        lines, a sidecar) share one file's round."""
         adapter = self.adapters[spec.adapter]
         rnd = FileRound(spec.path)
         start_offset = cursor.offset
@@ -603,7 +612,8 @@ class Ingestor:
     ) -> FileRound:
         """One poll of an agent's database: what changed since the reader cursor, at
         most ``budget`` bytes of data. The reader cursor and the adapter state are
-        committed with the records, in ``Cursor.state``."""
+        committed with the records, in ``Cursor.state``. Long on purpose: a gone, busy,
+        replaced or reset database each leave the cursor their own way, in one place."""
         rnd = FileRound(spec.path)
         path = spec.path
         db = self.readers.get(path)

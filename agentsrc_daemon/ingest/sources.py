@@ -211,6 +211,8 @@ def companions_of(spec: SourceSpec) -> dict[str, str]:
 
 
 def _mode_for(adapter: str, rel: str) -> str | None:
+    """The mode of a file an agent keeps, from its path relative to the root. Long on
+    purpose: one branch per agent, each its layout's few patterns."""
     if adapter == "codex":
         if _CODEX_JSONL.match(rel) or rel == _CODEX_INDEX:
             return JSONL

@@ -13,6 +13,9 @@ worth knowing that are not faults. Decisions:
   the file exists; the permissions check already reports a missing one.
 
 Exit status 0 only when every check is ok (warnings included as ok).
+
+Long on purpose (over 600 lines): one check per thing that can be wrong on a machine,
+each a few lines, in the order doctor prints them.
 """
 
 from __future__ import annotations
