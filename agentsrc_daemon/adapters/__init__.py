@@ -85,7 +85,7 @@ is built in (``LineContext``, each adapter's ``LineRules``), ``parse``'s preambl
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from ..events import Record
 from . import (
@@ -182,19 +182,32 @@ class ReadsTextStream(Protocol):
         ...
 
 
+# Whether an adapter has a protocol's optional methods, asked once per adapter and
+# protocol: a runtime-checkable isinstance costs about 60 us, and ingest asks on every
+# file's round. The adapter is kept with its answer, so an id reused is not mistaken.
+_IMPLEMENTS: dict[tuple[int, type], tuple[object, bool]] = {}
+
+
+def _implements(adapter: Adapter, protocol: Any) -> bool:
+    known = _IMPLEMENTS.get((id(adapter), protocol))
+    if known is None or known[0] is not adapter:
+        known = _IMPLEMENTS[(id(adapter), protocol)] = (adapter, isinstance(adapter, protocol))
+    return known[1]
+
+
 def text_reader(adapter: Adapter) -> ReadsText | None:
     """The adapter, when it reads text documents."""
-    return adapter if isinstance(adapter, ReadsText) else None
+    return cast(ReadsText, adapter) if _implements(adapter, ReadsText) else None
 
 
 def text_stream_reader(adapter: Adapter) -> ReadsTextStream | None:
     """The adapter, when its agent writes records that span lines (the ``text`` mode)."""
-    return adapter if isinstance(adapter, ReadsTextStream) else None
+    return cast(ReadsTextStream, adapter) if _implements(adapter, ReadsTextStream) else None
 
 
 def folder_namer(adapter: Adapter) -> NamesFolder | None:
     """The adapter, when its files' folders are named after their cwd."""
-    return adapter if isinstance(adapter, NamesFolder) else None
+    return cast(NamesFolder, adapter) if _implements(adapter, NamesFolder) else None
 
 
 def times_from_file(adapter: Adapter) -> bool:
@@ -209,12 +222,12 @@ def final_lines(adapter: Adapter) -> bool:
 
 def sidecar_reader(adapter: Adapter) -> ReadsSidecar | None:
     """The adapter, when it reads sidecars."""
-    return adapter if isinstance(adapter, ReadsSidecar) else None
+    return cast(ReadsSidecar, adapter) if _implements(adapter, ReadsSidecar) else None
 
 
 def row_reader(adapter: Adapter) -> ReadsRows | None:
     """The adapter, when it reads database rows."""
-    return adapter if isinstance(adapter, ReadsRows) else None
+    return cast(ReadsRows, adapter) if _implements(adapter, ReadsRows) else None
 
 
 # What a record is, for the fidelity tally (store/queries/fidelity.py): the agent version
