@@ -1433,7 +1433,8 @@ class CodexAdapter:
         early = begin(RULES, obj, source_path, state)
         if early is not None:
             return early
-        if PurePath(source_path).name == SESSION_INDEX:
+        # The file's name, as a string: a PurePath on every line cost 18 us of 90.
+        if source_path.rpartition("/")[2] == SESSION_INDEX:
             return _on_index_entry(obj, state)
         out: list[Record] = []
         # A file's own state never names a holder (only a replay's sub-state does, see
