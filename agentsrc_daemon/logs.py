@@ -21,10 +21,20 @@ def _mib(n: Any) -> str:
     return f"{(n or 0) / (1 << 20):.1f} MiB"
 
 
+def _missing_text(missing: Mapping[str, Any]) -> str:
+    """The roots not there yet, in words: an agent's with its folder, the editors'
+    extensions (``<agent>@<editor>``, fifteen by default) folded into one count."""
+    own = [f"{a} ({p})" for a, p in missing.items() if "@" not in a]
+    editors = {a.split("@", 1)[1] for a in missing if "@" in a}
+    if editors:
+        own.append(f"the editor extensions in {len(editors)} editors (agentsrc doctor names them)")
+    return ", ".join(own)
+
+
 def _started(e: Mapping[str, Any]) -> list[str]:
     missing = e.get("missing") or {}
     agents = ", ".join(e.get("agents") or []) or "none yet"
-    waiting = "; not found yet: " + ", ".join(f"{a} ({p})" for a, p in missing.items()) if missing else ""
+    waiting = "; not found yet: " + _missing_text(missing) if missing else ""
     return [
         f"agentsrc {e.get('version')} started (pid {e.get('pid')})",
         f"agents: {agents}{waiting}",

@@ -25,6 +25,13 @@ def test_the_start_reads_as_a_person_says_it() -> None:
     ]
     assert render(event="started", agents=[], version="0.1.0", pid=1).splitlines()[1] == (
         "05:21:53 agents: none yet")
+    # The editors' extension roots (three per editor) fold into one count.
+    missing = {"pi": "/h/.pi/agent", "cline@Code": "/c/1", "roo-code@Code": "/c/2",
+               "kilo-code@Code": "/c/3", "cline@Cursor": "/c/4"}
+    assert render(event="started", agents=["codex"], missing=missing, version="0.1.0",
+                  pid=1).splitlines()[1] == (
+        "05:21:53 agents: codex; not found yet: pi (/h/.pi/agent), the editor extensions"
+        " in 2 editors (agentsrc doctor names them)")
 
 
 def test_live_says_whether_indexing_follows_and_when_it_is_done() -> None:
