@@ -270,8 +270,8 @@ def test_root_created_after_start_is_picked_up(daemon_factory: DaemonFactory) ->
     f = claude_session(d.home)
     f.write_bytes(claude_line("u1", text="late"))
     wait_for(lambda: d.call("status")["sessions"] == 1, timeout=15)
-    st = d.call("status")
-    assert st["roots"]["claude-code"]["watch"] == "inotify"
+    # Watched at the next root check (daemon.ROOT_CHECK_INTERVAL_S, 10 s).
+    wait_for(lambda: d.call("status")["roots"]["claude-code"]["watch"] == "inotify", timeout=15)
     assert [e["text"] for e in all_events(d, kinds=["prompt"])] == ["late"]
 
 

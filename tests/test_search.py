@@ -466,6 +466,9 @@ def test_status_says_indexing_until_the_deferred_build_is_done(
     assert final["indexing"] is None
     assert final["search_index"]["state"] == "ready"
     assert final["search_index"]["indexed_upto"] == final["search_index"]["target"]
+    # The ingest thread logs "indexed" just after the step that ended the work, which
+    # status may have reported a moment before.
+    wait_for(lambda: '"indexed"' in d.log(), timeout=10)
     log = [orjson.loads(line) for line in d.log().splitlines() if line.startswith("{")]
     live = [e for e in log if e.get("event") == "live"]
     assert [e["indexing"] for e in live] == [True]

@@ -18,7 +18,7 @@ class LogFormat(StrEnum):
     console = "console"
 
 
-@app.command()
+@app.command(help="Run the daemon in the foreground (what the service manager runs).")
 def run(
     codex_root: Path | None = typer.Option(
         None, help="Codex home (default $CODEX_HOME or ~/.codex)."
@@ -78,8 +78,8 @@ def run(
         help="Short for --log-format json / console.",
     ),
 ) -> None:
-    """Run the daemon in the foreground (what the service manager runs). Long on
-    purpose: typer reads a command's options from its signature, one per agent's root."""
+    """The daemon in the foreground (typer's help is the decorator's). Long on purpose:
+    typer reads a command's options from its signature, one per agent's root."""
     # `agentsrc run` usually starts in launch.py without typer (cli/__init__.py); this
     # command is what typer parses otherwise, and ends the same way.
     from .launch import RunArgs, start
