@@ -332,29 +332,41 @@ class AgentDB:
 
     # -- polling ----------------------------------------------------------------------
 
-    def poll(self, cursor: dict[str, Any] | None) -> PollResult:
-        """What changed since ``cursor``: at most ``max_rows`` rows and about
-        ``max_bytes`` of data (at least one row), in one read transaction. The
-        returned cursor covers exactly the rows returned."""
-        result = PollResult()
-        cur = _load_cursor(cursor, self.layout.names)
+    def _open_for_poll(
+        self, result: PollResult, cur: dict[str, Any], fresh: Callable[[], dict[str, Any]]
+    ) -> tuple[apsw.Connection, dict[str, Any]] | None:
+        """A poll's start, shared by every reader of an agent's database: the connection
+        and the cursor to read from, or None with ``result`` saying why (an error, busy,
+        gone). A file replaced since the cursor (another inode) starts from ``fresh()``."""
         try:
             conn = self._connection()
         except apsw.Error as exc:
             result.errors[f"{SQL_ERROR}:{type(exc).__name__}"] = 1
             result.busy = isinstance(exc, apsw.BusyError | apsw.LockedError)
             result.cursor = cur
-            return result
+            return None
         if conn is None:
             result.gone = True
             result.cursor = cur
             self._stats = (None, None)
-            return result
+            return None
         assert self._identity is not None
         if cur["ino"] is not None and (cur["dev"], cur["ino"]) != self._identity:
-            cur = empty_cursor()
+            cur = fresh()
             result.reset = "replaced"
         cur["dev"], cur["ino"] = self._identity
+        return conn, cur
+
+    def poll(self, cursor: dict[str, Any] | None) -> PollResult:
+        """What changed since ``cursor``: at most ``max_rows`` rows and about
+        ``max_bytes`` of data (at least one row), in one read transaction. The
+        returned cursor covers exactly the rows returned."""
+        result = PollResult()
+        opened = self._open_for_poll(result, _load_cursor(cursor, self.layout.names),
+                                     empty_cursor)
+        if opened is None:
+            return result
+        conn, cur = opened
         stats = (_signature(self.path), _signature(self.path + "-wal"))
         work = orjson.loads(orjson.dumps(cur))  # the input cursor stays untouched
         try:

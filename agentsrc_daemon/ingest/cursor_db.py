@@ -54,27 +54,14 @@ class CursorChatDB(AgentDB):
     def poll(self, cursor: dict[str, Any] | None) -> PollResult:
         """The ``meta`` rows (key, value) when they changed since ``cursor``."""
         result = PollResult()
-        cur: dict[str, Any] = (
+        held: dict[str, Any] = (
             dict(cursor) if isinstance(cursor, dict) and cursor.get("v") == CURSOR_VERSION
             else _empty()
         )
-        try:
-            conn = self._connection()
-        except apsw.Error as exc:
-            result.errors[f"{SQL_ERROR}:{type(exc).__name__}"] = 1
-            result.busy = isinstance(exc, apsw.BusyError | apsw.LockedError)
-            result.cursor = cur
+        opened = self._open_for_poll(result, held, _empty)
+        if opened is None:
             return result
-        if conn is None:
-            result.gone = True
-            result.cursor = cur
-            self._stats = (None, None)
-            return result
-        assert self._identity is not None
-        if cur["ino"] is not None and (cur["dev"], cur["ino"]) != self._identity:
-            cur = _empty()
-            result.reset = "replaced"
-        cur["dev"], cur["ino"] = self._identity
+        conn, cur = opened
         stats = (_signature(self.path), _signature(self.path + "-wal"))
         try:
             data_version = self._read_data_version(conn)
