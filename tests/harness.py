@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -190,6 +191,32 @@ class DaemonProcess:
     def cleanup(self) -> None:
         self.stop(signal.SIGKILL)
         shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def subscribe_until_prompts(
+    d: DaemonProcess, prompts: int, timeout: float = 20.0
+) -> tuple[threading.Thread, list[dict[str, Any]]]:
+    """A subscriber on its own thread, subscribed before this returns, collecting every
+    event until ``prompts`` prompts came (or ``timeout`` seconds of silence)."""
+    received: list[dict[str, Any]] = []
+    ready = threading.Event()
+
+    def listen() -> None:
+        with d.client() as c:
+            c.connect().settimeout(timeout)
+            for msg in c.subscribe({}):
+                if msg["method"] == "subscribed":
+                    ready.set()
+                    continue
+                if msg["method"] == "event":
+                    received.append(msg["params"])
+                    if sum(1 for e in received if e["kind"] == "prompt") >= prompts:
+                        return
+
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    assert ready.wait(10)
+    return t, received
 
 
 def all_events(d: DaemonProcess, **params: Any) -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import signal
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,13 @@ import apsw
 import orjson
 import pytest
 
-from harness import DaemonFactory, DaemonProcess, all_events, signature, wait_for
+from harness import (
+    DaemonFactory,
+    all_events,
+    signature,
+    subscribe_until_prompts,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -195,27 +200,6 @@ def test_kill9_mid_backfill_gives_exact_events(
 # ---- live ----------------------------------------------------------------------------------
 
 
-def _subscribe(d: DaemonProcess, until: int) -> tuple[threading.Thread, list[dict[str, Any]]]:
-    received: list[dict[str, Any]] = []
-    ready = threading.Event()
-
-    def listen() -> None:
-        with d.client() as c:
-            c.connect().settimeout(30)
-            for msg in c.subscribe({}):
-                if msg["method"] == "subscribed":
-                    ready.set()
-                    continue
-                if msg["method"] == "event":
-                    received.append(msg["params"])
-                    if sum(1 for e in received if e["kind"] == "prompt") >= until:
-                        return
-
-    t = threading.Thread(target=listen, daemon=True)
-    t.start()
-    assert ready.wait(10)
-    return t, received
-
 
 def test_live_changes_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
@@ -229,7 +213,7 @@ def test_live_changes_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None
     d.start()
     d.wait_live()
     before = d.call("status")["events"]
-    t, received = _subscribe(d, until=5)
+    t, received = subscribe_until_prompts(d, 5, timeout=30)
     # Cursor JSONL: the next line, its newline written first (the last line again has none).
     with jsonl.open("ab") as fh:
         fh.write(b"\n" + orjson.dumps({"role": "user", "message": {"content": [

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import signal
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,13 @@ import apsw
 import orjson
 import pytest
 
-from harness import DaemonFactory, DaemonProcess, all_events, signature, wait_for
+from harness import (
+    DaemonFactory,
+    all_events,
+    signature,
+    subscribe_until_prompts,
+    wait_for,
+)
 from opencode_fixture import SCHEMA_SQL
 
 T0 = 1768471200000  # 2026-01-15T10:00:00Z
@@ -230,27 +235,6 @@ def test_kill9_mid_backfill_gives_exact_events(
 # ---- live ----------------------------------------------------------------------------------
 
 
-def _subscribe(d: DaemonProcess, until: int) -> tuple[threading.Thread, threading.Event, list[dict[str, Any]]]:
-    received: list[dict[str, Any]] = []
-    ready = threading.Event()
-
-    def listen() -> None:
-        with d.client() as c:
-            c.connect().settimeout(20)
-            for msg in c.subscribe({}):
-                if msg["method"] == "subscribed":
-                    ready.set()
-                    continue
-                if msg["method"] == "event":
-                    received.append(msg["params"])
-                    if sum(1 for e in received if e["kind"] == "prompt") >= until:
-                        return
-
-    t = threading.Thread(target=listen, daemon=True)
-    t.start()
-    assert ready.wait(10)
-    return t, ready, received
-
 
 def test_live_copilot_gemini_opencode_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
@@ -262,7 +246,7 @@ def test_live_copilot_gemini_opencode_arrive_on_subscribe(daemon_factory: Daemon
     d.start()
     d.wait_live()
     before = d.call("status")["events"]
-    t, _, received = _subscribe(d, until=3)
+    t, received = subscribe_until_prompts(d, 3)
     # Copilot: one appended line.
     with cop.open("ab") as fh:
         fh.write(copilot_line("user.message", 100, {"content": "live copilot"}))

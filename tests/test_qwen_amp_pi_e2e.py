@@ -10,14 +10,19 @@ the corpus is covered by test_daemon.test_every_corpus_file_is_ingested."""
 from __future__ import annotations
 
 import signal
-import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from harness import DaemonFactory, DaemonProcess, all_events, signature, wait_for
+from harness import (
+    DaemonFactory,
+    all_events,
+    signature,
+    subscribe_until_prompts,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -193,27 +198,6 @@ def test_kill9_mid_backfill_gives_exact_events(
 # ---- live ----------------------------------------------------------------------------------
 
 
-def _subscribe(d: DaemonProcess, until: int) -> tuple[threading.Thread, list[dict[str, Any]]]:
-    received: list[dict[str, Any]] = []
-    ready = threading.Event()
-
-    def listen() -> None:
-        with d.client() as c:
-            c.connect().settimeout(20)
-            for msg in c.subscribe({}):
-                if msg["method"] == "subscribed":
-                    ready.set()
-                    continue
-                if msg["method"] == "event":
-                    received.append(msg["params"])
-                    if sum(1 for e in received if e["kind"] == "prompt") >= until:
-                        return
-
-    t = threading.Thread(target=listen, daemon=True)
-    t.start()
-    assert ready.wait(10)
-    return t, received
-
 
 def test_live_appends_a_rewrite_and_a_late_root_arrive_on_subscribe(daemon_factory: DaemonFactory) -> None:
     d = daemon_factory()
@@ -226,7 +210,7 @@ def test_live_appends_a_rewrite_and_a_late_root_arrive_on_subscribe(daemon_facto
     d.start()
     d.wait_live()
     before = d.call("status")["events"]
-    t, received = _subscribe(d, until=3)
+    t, received = subscribe_until_prompts(d, 3)
     with qwen.open("ab") as fh:  # Qwen Code: one turn appended
         fh.write(_jsonl(qwen_turn("0000a0e0-0000-4000-8000-000000000000", 1, "live qwen")))
     amp.write_bytes(amp_thread(sid, 2))  # Amp: the thread rewritten whole, one turn more
