@@ -90,6 +90,7 @@ def findings_report(conn: apsw.Connection, *, since_ts: str | None = None) -> di
     return {
         "findings": total,
         "by_type": by_type,
+        "sessions": len(by_session),
         "by_session": by_session,
         "by_project": dict(sorted(by_project.items(), key=lambda kv: -kv[1])),
         "sensitive_reads": sensitive,

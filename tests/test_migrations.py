@@ -34,15 +34,16 @@ NAMES = [
     "search_index", "sink_feeds", "pack", "scale_indexes", "page_indexes", "aggregates",
     "usage_groups", "project_indexes", "drop_sessions_last", "search_automerge_off", "keys",
     "pack_states", "status_indexes", "fidelity", "usage_costs",
+    "session_failed_commands", "path_times",
 ]
 CHUNKED = {"pack", "page_indexes", "aggregates", "usage_groups", "project_indexes", "keys",
-           "pack_states"}
+           "pack_states", "path_times"}
 
 
 def test_the_migrations_are_registered_in_order_by_name_and_version() -> None:
     assert [m.name for m in MIGRATIONS] == NAMES
     assert [m.version for m in MIGRATIONS] == list(range(1, len(NAMES) + 1))
-    assert SCHEMA_VERSION == MIGRATIONS.version == len(MIGRATIONS) == 20
+    assert SCHEMA_VERSION == MIGRATIONS.version == len(MIGRATIONS) == 22
     assert {m.name for m in MIGRATIONS if isinstance(m.body, ChunkedMigration)} == CHUNKED
     for m in MIGRATIONS:
         assert MIGRATIONS[m.version - 1] is m
@@ -130,7 +131,7 @@ def test_a_new_database_is_the_same_as_one_migrated_through_every_version(tmp_pa
     assert got["rows"]["counters"] == [
         ("events", 0), ("search_done", 0), ("search_target", 0), ("search_titles_done", 0)]
     assert ("automerge", 0) in got["rows"]["search_index_config"]
-    assert len(want["master"]) == 102  # tables, indexes, views, triggers: not nothing
+    assert len(want["master"]) == 104  # tables, indexes, views, triggers: not nothing
     for key in want:
         assert got[key] == want[key], key
 
@@ -186,7 +187,8 @@ def test_an_existing_store_still_migrates_with_its_progress(tmp_path: Path) -> N
     store = Store(tmp_path / "old.db", progress=lambda *a: told.append(a))
     assert store.cursors.state(1) == orjson.dumps({"turn": 1})
     store.close()
-    assert told == [("pack_states", 0, 1), ("pack_states", 1, 1)]
+    assert told == [("pack_states", 0, 1), ("pack_states", 1, 1),
+                    ("path_times", 0, 1), ("path_times", 1, 1)]
 
 
 def test_a_migration_is_a_value_a_test_can_change() -> None:

@@ -58,6 +58,11 @@ def assert_reports_match(reader: Reader, findings_since: list[str | None],
         got = reader.findings_report(since_ts=since)
         want = report_oracle.findings_report(reader.conn, since_ts=since)
         assert _normal(got) == _normal(want), since
+        # A page that shows how many sessions, not which, asks for none of them; a cut
+        # list is the head of the whole one, and the rest stays whole.
+        for limit in (0, 2):
+            cut = reader.findings_report(since_ts=since, sessions_limit=limit)
+            assert cut == {**got, "by_session": got["by_session"][:limit]}, (since, limit)
         assert list(got["by_type"]) == sorted(got["by_type"], key=lambda t: (-got["by_type"][t]["findings"],
                                                                             "" if t is None else str(t)))
         _counts_descend(got)

@@ -285,7 +285,7 @@ def test_the_unused_sessions_last_index_is_dropped(tmp_path: Path) -> None:
     assert migrate(conn) == drop
     assert _session_indexes(conn) == [
         "sessions_by_agent", "sessions_by_last", "sessions_by_model", "sessions_by_started",
-        "sessions_by_tokens", "sessions_by_tools", "sessions_cwd", "sessions_parent",
+        "sessions_by_tokens", "sessions_by_tools", "sessions_cwd", "sessions_failed", "sessions_parent",
         "sessions_project", "sessions_report",
     ]
     assert list(conn.execute("SELECT id, last_event_at FROM sessions")) == [("a", "2026")]

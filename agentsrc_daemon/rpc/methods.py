@@ -339,7 +339,11 @@ def usage_statusline(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def findings_report(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
-    return reader.findings_report(since_ts=_since(params))
+    limit = params.get("sessions_limit")
+    return reader.findings_report(
+        since_ts=_since(params),
+        sessions_limit=None if limit is None else _int_param(params, "sessions_limit", 0),
+    )
 
 
 def sources_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
@@ -558,6 +562,10 @@ def files_top(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def projects_list(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
+    return {"projects": reader.projects(_int_param(params, "limit", 100, 1, 1000))}
+
+
 def search_facets(reader: Reader, params: dict[str, Any]) -> dict[str, Any]:
     q = _str_param(params, "q", required=True)
     assert q is not None
@@ -595,6 +603,7 @@ def build_methods(status: Callable[[Reader], dict[str, Any]]) -> dict[str, Handl
         "usage.blocks": usage_blocks,
         "findings.by_day": findings_by_day,
         "files.top": files_top,
+        "projects.list": projects_list,
         "search.facets": search_facets,
         "store.info": lambda reader, params: reader.store_info(),
     }

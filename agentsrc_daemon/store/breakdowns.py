@@ -1,7 +1,8 @@
 """The breakdowns the web page draws, each one bounded query: usage in 5-hour blocks
 (``usage.blocks``), findings per day (``findings.by_day``), a project's most changed
-files and the commands that keep failing (``files.top``), the facets of a search
-(``search.facets``), and the store's size on disk (``store.info``).
+files and the commands that keep failing (``files.top``), the projects with the most
+sessions (``projects.list``), the facets of a search (``search.facets``), and the
+store's size on disk (``store.info``).
 
 Each reads what an index gives it in order, and no more: the usage events of a time
 range by the report-day index, the findings from their aggregate, edits and failed
@@ -295,3 +296,19 @@ def store_info(conn: apsw.Connection, db_path: str) -> dict[str, Any]:
         "db_bytes": size(db_path),
         "wal_bytes": size(db_path + "-wal"),
     }
+
+
+def projects(conn: apsw.Connection, limit: int) -> list[dict[str, Any]]:
+    """The projects with the most sessions (then by name): each ``project`` (a session's
+    project root, which the store sets whenever it knows the cwd) and its ``sessions``.
+    One walk of sessions_project, already grouped (1.5 ms at 36,070 sessions; the usage
+    summary's projects, with their sums, 33 ms)."""
+    return [
+        {"project": project, "sessions": int(n)}
+        for project, n in conn.execute(
+            "SELECT project_root, COUNT(*) AS n FROM sessions INDEXED BY sessions_project"
+            " WHERE project_root IS NOT NULL GROUP BY project_root ORDER BY n DESC, project_root"
+            " LIMIT ?",
+            (limit,),
+        )
+    ]

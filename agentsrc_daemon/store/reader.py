@@ -123,7 +123,7 @@ class Reader:
         """queries.sessions.listing, with this Reader's search candidates."""
         with self.snapshot():
             return session_queries.listing(
-                self.conn, self.db_path, (self.search_candidates, self.search_title_candidates),
+                self.conn, (self.search_candidates, self.search_title_candidates),
                 agent=agent, limit=limit, cwd=cwd, project=project, since_ts=since_ts,
                 until_ts=until_ts, model=model, search=search, sort=sort, after=after,
                 search_cut=search_cut, has_findings=has_findings,
@@ -293,11 +293,13 @@ class Reader:
             return event_pages.session_files(self.conn, session_id)
 
     # -- reports (store/reports.py)
-    def findings_report(self, *, since_ts: str | None = None) -> dict[str, Any]:
+    def findings_report(
+        self, *, since_ts: str | None = None, sessions_limit: int | None = None
+    ) -> dict[str, Any]:
         """Counts by type, session and project; sensitive reads; reads outside the
         project whose content carried a secret (store/reports.py)."""
         with self.snapshot():
-            return reports.findings_report(self.conn, since_ts)
+            return reports.findings_report(self.conn, since_ts, sessions_limit)
 
     def usage_summary(
         self,
@@ -335,7 +337,7 @@ class Reader:
         return activity.live_sessions(self.conn, listing["sessions"], since_ts)
 
     def count_sessions(self, **filters: Any) -> int:
-        return activity.count_sessions(self.conn, self.db_path, **filters)
+        return activity.count_sessions(self.conn, **filters)
 
     def usage_blocks(self, since_ts: str, until_ts: str | None) -> dict[str, Any]:
         return breakdowns.usage_blocks(self.conn, since_ts, until_ts)
@@ -345,6 +347,9 @@ class Reader:
 
     def files_top(self, **kw: Any) -> dict[str, Any]:
         return breakdowns.files_top(self.conn, **kw)
+
+    def projects(self, limit: int) -> list[dict[str, Any]]:
+        return breakdowns.projects(self.conn, limit)
 
     def search_facets(self, q: str) -> dict[str, Any]:
         return breakdowns.search_facets(self.conn, q)

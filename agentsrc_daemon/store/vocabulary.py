@@ -70,6 +70,18 @@ COMMAND_FAILED = (
     " OR json_extract(data, '$.is_error') = 1)"
 )
 
+
+def command_failed(payload: object) -> bool:
+    """COMMAND_FAILED in Python, on a command's data as parsed from its JSON: a session's
+    ``failed_commands`` counts the commands it holds that SQL condition matches (schema
+    21), so the two agree value for value (tests/test_vocabulary.py), JSON's true being
+    SQL's 1 and any text or list differing from 0."""
+    if not isinstance(payload, dict):
+        return False
+    code = payload.get("exit_code")
+    return (code is not None and code != 0) or payload.get("interrupted") == 1 \
+        or payload.get("is_error") == 1
+
 # The project filters (schema 13, store/migrations/chunked.py's PROJECT_INDEXES): the
 # last characters of an event's session id, the kinds that carry a project root of
 # their own, and that root.

@@ -33,6 +33,7 @@ import orjson
 from ..cursor import Cursor
 from ..events import (
     CLAIM_COPY,
+    COMMAND,
     COMPACTION,
     ERROR,
     MESSAGE,
@@ -50,7 +51,7 @@ from .cursors import CursorStore
 from .migrations.runner import Progress, migrate
 from .packing import pack
 from .search_index import SearchIndex
-from .vocabulary import KEY_TABLES, SESSION_FACT_FIELDS, USAGE_FIELDS
+from .vocabulary import KEY_TABLES, SESSION_FACT_FIELDS, USAGE_FIELDS, command_failed
 
 # Session and turn keys the writer remembers (of each; then it starts over): the ids of
 # the files being read, far more than a commit meets.
@@ -628,13 +629,17 @@ class Store:
         """Add (or, ``sign`` -1, take back) an event's share of its session's counters;
         applied once per batch."""
         column = _COUNTED_KINDS.get(kind)
-        if column is None and kind != USAGE:
+        if column is None and kind != USAGE and kind != COMMAND:
             return
         t = tally.get(sid)
         if t is None:
             t = tally[sid] = _SessionTally()
         if column:
             t.counts[column] = t.counts.get(column, 0) + sign
+            return
+        if kind == COMMAND:
+            if command_failed(orjson.loads(data)):
+                t.counts["failed_commands"] = t.counts.get("failed_commands", 0) + sign
             return
         payload = orjson.loads(data)
         for f in USAGE_FIELDS:

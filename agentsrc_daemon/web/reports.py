@@ -19,6 +19,7 @@ RANGES = (("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "a year
           ("all", "all time"))
 BLOCK_DAYS = 7  # the 5-hour blocks are listed for at most the range's last week
 HISTORY_LIMIT = 200
+PROJECTS = 30  # the files page lists the projects with the most sessions
 
 
 def _range(request: Request, default: str = "30") -> dict[str, Any]:
@@ -51,7 +52,7 @@ async def files(request: Request) -> Response:
         else:
             top = await d.call("files.top", {"project": project,
                                              "since": rng["since"] or "36500d", "limit": 25})
-        projects = (await d.call("usage.summary", {}))["by_project"][:30]
+        projects = (await d.call("projects.list", {"limit": PROJECTS}))["projects"]
     return page(request, "files.html", {
         "status": status, "path": path, "project": project, "history": history,
         "top": top, "projects": projects, "rng": rng, "ranges": RANGES,
@@ -89,7 +90,7 @@ async def findings(request: Request) -> Response:
     project = _text(request, "project")
     async with request.app.state.daemon.connect() as d:
         status = await status_of(d)
-        report = await d.call("findings.report", {"since": rng["since"]})
+        report = await d.call("findings.report", {"since": rng["since"], "sessions_limit": 0})
         by_day = await d.call("findings.by_day", {"since": rng["since"]})
         listing = await d.call("findings.list", {
             "since": rng["since"], "order": "desc", "limit": 100, "before_id": before,

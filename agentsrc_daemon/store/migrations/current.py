@@ -14,7 +14,7 @@ from ..vocabulary import COMMAND_FAILED, PATH_TAIL, PROJECT_KINDS, PROJECT_ROOT
 from .chunked import EVENT_COPIES_VIEW, EVENTS_VIEW, SINK_EVENT_REVISED, TURNS_VIEW
 
 # The version this schema is (store/migrations/versions.py's SCHEMA_VERSION).
-VERSION = 20
+VERSION = 22
 
 _CORE = """
 CREATE TABLE sources (
@@ -57,7 +57,8 @@ CREATE TABLE sessions (
     cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
     reasoning_tokens INTEGER NOT NULL DEFAULT 0,
     total_tokens INTEGER NOT NULL DEFAULT 0,
-    project_root TEXT, spawned_as TEXT, replayed_in TEXT, own_record INTEGER
+    project_root TEXT, spawned_as TEXT, replayed_in TEXT, own_record INTEGER,
+    failed_commands INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX sessions_parent ON sessions(parent_session_id)
     WHERE parent_session_id IS NOT NULL;
@@ -71,6 +72,8 @@ CREATE INDEX sessions_by_model
     ON sessions(model, COALESCE(last_event_at, started_at, '') DESC, id)
     WHERE model IS NOT NULL;
 CREATE INDEX sessions_by_agent ON sessions(agent, COALESCE(last_event_at, started_at, '') DESC, id);
+CREATE INDEX sessions_failed ON sessions(COALESCE(last_event_at, started_at, '') DESC, id)
+    WHERE failed_commands > 0;
 CREATE TABLE session_sources (
     session_id TEXT NOT NULL,
     source_id INTEGER NOT NULL,
@@ -120,6 +123,7 @@ CREATE TABLE event_rows (
     adapter_key INTEGER
 );
 CREATE INDEX events_path ON event_rows(path) WHERE path IS NOT NULL;
+CREATE INDEX events_path_times ON event_rows(path, kind, COALESCE(ts, '')) WHERE path IS NOT NULL;
 CREATE INDEX events_session ON event_rows(session_key) WHERE session_key IS NOT NULL;
 CREATE INDEX events_commands ON event_rows(id) WHERE kind = 'command';
 CREATE INDEX events_secrets ON event_rows(id) WHERE kind = 'secret';

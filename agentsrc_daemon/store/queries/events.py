@@ -264,7 +264,13 @@ def _event_page(
     """The conditions every event listing starts with: after an id (paging forward),
     before one (see ``_before``), of a session, of some kinds."""
     where = Where()
-    where.add("e.id > ?", since_id)
+    if not newest_first:
+        where.add("e.id > ?", since_id)
+    elif since_id:
+        # Not a range of ids (the unary +): newest first is a walk of a time index, and
+        # with a range of ids SQLite reads a path's events by id and sorts them all
+        # (events_path, not events_path_times: 55-82 ms for 12,512 edits of a path).
+        where.add("+e.id > ?", since_id)
     _before(where, before_id, newest_first)
     if session_id:
         where.add("e.session_id = ?", session_id)

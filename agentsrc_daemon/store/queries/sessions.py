@@ -20,8 +20,9 @@ from .status import last_event_id
 SESSION_COLUMNS = (
     "id, agent, native_id, cwd, model, started_at, last_event_at, title, version, originator,"
     " source, model_provider, parent_session_id, prompts, messages, tool_calls, compactions,"
-    " errors, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,"
-    " reasoning_tokens, total_tokens, project_root, replayed_in, own_record"
+    " errors, failed_commands, input_tokens, output_tokens, cache_read_tokens,"
+    " cache_creation_tokens, reasoning_tokens, total_tokens, project_root, replayed_in,"
+    " own_record"
 )
 _SESSION_NAMES = [c.strip() for c in SESSION_COLUMNS.split(",")]
 
@@ -116,7 +117,6 @@ def _session_dict(row: Sequence[Any], subagents: int, sources: int, gone: int) -
 
 def listing(
     conn: apsw.Connection,
-    db_path: str,
     candidates: tuple[int, int],
     *,
     agent: str | None = None,
@@ -146,9 +146,8 @@ def listing(
     -> {"sessions", "search_cut" (None unless capped), "searched_over" (the hits
     whose sessions were listed, on a first page), "capped"}."""
     where = _filters(agent, cwd, project, since_ts, until_ts, model)
-    for condition, values in activity.session_filters(
-            conn, db_path, has_findings, failed_commands):
-        where.add(condition, *values)
+    for condition in activity.session_filters(has_findings, failed_commands):
+        where.add(condition)
     match = compile_query(search) if search else None
     key = SESSION_SORTS[sort]
     if after is not None:
