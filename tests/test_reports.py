@@ -33,7 +33,9 @@ from harness import schema_copy
 AGG_TABLES = ("agg_usage", "agg_secret_values", "agg_secret_sessions", "agg_secret_files", "agg_secret_paths",
               "agg_sensitive", "agg_external_reads")
 # The usage aggregate per grouping (schema 12), kept by triggers on agg_usage.
-GROUP_TABLES = ("agg_usage_by", "agg_usage_group")
+GROUP_TABLES = ("agg_usage_by", "agg_usage_group", "agg_usage_project")
+# Those of schema 12 (agg_usage_project came with 23).
+GROUP_TABLES_12 = GROUP_TABLES[:2]
 
 
 def _normal(value: Any) -> Any:
@@ -290,7 +292,7 @@ def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: 
     and keeps it through a commit after."""
     db = tmp_path / "s11.db"
     src = connect(corpus_store.db_path, readonly=True)
-    want = agg_rows(src, costs=False)
+    want = agg_rows(src, AGG_TABLES + GROUP_TABLES_12, costs=False)
     version = MIGRATIONS.named(FILL_USAGE_GROUPS.name).version - 1
     schema_copy(corpus_store.db_path, db, version)
     conn = connect(db)
@@ -304,7 +306,7 @@ def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: 
     seen: list[tuple[str, int, int]] = []
     run_migration(conn, MIGRATIONS[version], lambda *a: seen.append(a))
     assert seen == [("usage_groups", 0, 1), ("usage_groups", 1, 1)]
-    assert agg_rows(conn) == want
+    assert agg_rows(conn, AGG_TABLES + GROUP_TABLES_12) == want
     assert not list(conn.execute("SELECT name FROM counters WHERE name LIKE 'usage_groups%'"))
     assert next(iter(conn.execute("PRAGMA user_version")))[0] == version + 1
     # A key changing (no writer does it: the upserts change sums) moves its share too,
@@ -312,10 +314,10 @@ def test_the_migration_fills_the_usage_groups(corpus_store: BigStore, tmp_path: 
     conn.execute("BEGIN")
     conn.execute("UPDATE agg_usage SET day = '2099-01-01', responses = responses + 1"
                  " WHERE (session_id, model, day) = (SELECT session_id, model, day FROM agg_usage LIMIT 1)")
-    moved = agg_rows(conn, GROUP_TABLES)
-    assert moved != {t: want[t] for t in GROUP_TABLES}
+    moved = agg_rows(conn, GROUP_TABLES_12)
+    assert moved != {t: want[t] for t in GROUP_TABLES_12}
     usage_groups.fill_step(conn, 0, 1)
-    assert agg_rows(conn, GROUP_TABLES) == moved
+    assert agg_rows(conn, GROUP_TABLES_12) == moved
     conn.execute("ROLLBACK")
     conn.close()
     store = Store(db)
@@ -374,3 +376,36 @@ def test_a_session_counts_once_under_its_model(tmp_path: Path) -> None:
         assert (got["totals"]["sessions"], got["totals"]["total_tokens"]) == (2, 7)
     finally:
         reader.close()
+
+
+def test_a_sessions_sums_follow_its_project(corpus_store: BigStore, tmp_path: Path) -> None:
+    """The summary's projects are kept (schema 23): a session whose project is set,
+    changed or cleared after its usage moves its sums, as a fill from the rows as they
+    then stand computes them, and the summary stays the oracle's."""
+    db = tmp_path / "moved.db"
+    src = connect(corpus_store.db_path, readonly=True)
+    conn = connect(db)
+    with conn.backup("main", src, "main") as b:
+        b.step()
+    src.close()
+    (sid,), = conn.execute(
+        "SELECT b.session_id FROM agg_usage_by b JOIN sessions s ON s.id = b.session_id"
+        " WHERE b.dim = 'session' AND s.cwd IS NOT NULL ORDER BY b.total_tokens DESC LIMIT 1")
+    reader = Reader(db)
+    try:
+        sessions = {r["project"]: r["sessions"] for r in reader.usage_summary()["by_project"]}
+        for cwd, root in (("/moved/sub", None), ("/moved/sub", "/moved"), (None, None)):
+            with conn:
+                conn.execute("UPDATE sessions SET cwd = ?, project_root = ? WHERE id = ?",
+                             (cwd, root, sid))
+            kept = agg_rows(conn, ("agg_usage_project",))
+            with conn:
+                usage_groups.refill(conn)
+            assert agg_rows(conn, ("agg_usage_project",)) == kept, (cwd, root)
+            got = reader.usage_summary()
+            assert _normal(got) == _normal(report_oracle.usage_summary(reader.conn)), (cwd, root)
+            mine = [r["sessions"] for r in got["by_project"] if r["project"] == (root or cwd)]
+            assert mine == [sessions.get(root or cwd, 0) + 1], (cwd, root)
+    finally:
+        reader.close()
+        conn.close()

@@ -14,7 +14,7 @@ from ..vocabulary import COMMAND_FAILED, PATH_TAIL, PROJECT_KINDS, PROJECT_ROOT
 from .chunked import EVENT_COPIES_VIEW, EVENTS_VIEW, SINK_EVENT_REVISED, TURNS_VIEW
 
 # The version this schema is (store/migrations/versions.py's SCHEMA_VERSION).
-VERSION = 22
+VERSION = 23
 
 _CORE = """
 CREATE TABLE sources (
@@ -255,6 +255,8 @@ SCHEMA = "".join((
     aggregates.TABLES,
     usage_groups.TABLES,
     usage_groups.TRIGGERS,
+    usage_groups.PROJECT_TABLE,
+    usage_groups.PROJECT_TRIGGERS,
     # The requests' costs (store/costs.py).
     costs.TABLES,
     _ROWS,
