@@ -182,9 +182,12 @@ class DaemonRun:
                 return dict(st)
             if say and time.monotonic() - said > 30:
                 said = time.monotonic()
-                p = st["progress"]
-                print(f"  ... {st['events']:,} events, {p['bytes_done'] / 1e9:.1f} of"
-                      f" {p['bytes_total'] / 1e9:.1f} GB, eta {p['eta_s']:.0f} s", flush=True)
+                p = st.get("progress")
+                if st["state"] != "catching_up" or not p:  # migrating, indexing: no bytes
+                    print(f"  ... {st['state']}", flush=True)
+                else:
+                    print(f"  ... {st['events']:,} events, {p['bytes_done'] / 1e9:.1f} of"
+                          f" {p['bytes_total'] / 1e9:.1f} GB, eta {p['eta_s']:.0f} s", flush=True)
             time.sleep(0.5 if say else 0.05)
         raise TimeoutError("the daemon did not become live")
 

@@ -3,7 +3,7 @@ which spans the page's calls to the daemon and its rendering) and the first cont
 paint in headless Chromium, on a store built by bench/bigstore.py.
 
     .venv/bin/python bench/web_pages.py [--events 10000000] [--files 20000] [--out DIR]
-                                        [--runs 50] [--paints 5] [--json FILE]
+                                        [--store BUILD] [--runs 50] [--paints 5] [--json FILE]
 
 The real daemon is started on a private copy of the build's data dir with the build's
 home (as the other benchmarks do), then ``agentsrc web --port 0`` against its socket.
@@ -11,7 +11,9 @@ Each page is asked ``--runs`` times over one keep-alive connection after 3 warm-
 requests; the paint is measured by loading each page ``--paints`` times in a fresh tab
 (its ``first-contentful-paint`` entry). The pages are chosen from the store's own data:
 its biggest session, a failed command's turn, a word of its titles, a changed file.
-Targets (issue 28): p99 under 50 ms per page, first paint under 500 ms."""
+``--store`` takes a build's directory of any schema (the daemon migrates its copy), as
+bench/scale.py does. Targets (issue 28): p99 under 50 ms per page, first paint under
+500 ms."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from urllib.parse import quote, urlencode
 import orjson
 
 # bench/ is this script's own directory (on the path)
-from bigstore import DaemonRun, build, checkout
+from bigstore import BigStore, DaemonRun, build, checkout
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = [
@@ -129,11 +131,14 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=20_000)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get(
         "AGENTSRC_BIGSTORE", "/tmp/agentsrc-bigstore")))
+    ap.add_argument("--store", type=Path, default=None,
+                    help="a build's directory (bigstore.py), whatever its schema")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--paints", type=int, default=5)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    store = build(args.out, args.events, args.files)
+    store = (BigStore(**orjson.loads((args.store / "meta.json").read_bytes())) if args.store
+             else build(args.out, args.events, args.files))
     work = Path(tempfile.mkdtemp(prefix="asweb-", dir="/tmp"))
     data = checkout(store, work)
     d = DaemonRun(Path(store.home), data).start()
