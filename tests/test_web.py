@@ -267,6 +267,10 @@ def test_a_session_page_shows_its_facts_turns_and_failed_commands(env: Env, page
     assert f"tool calls {s['tool_calls']:,}" in facts
     assert f"tokens {s['tokens']['total_tokens']:,}" in facts
     assert s["id"] in facts
+    # Its failed commands counted on its row (schema 21), as commands.list lists them.
+    failures = env.call("commands.list", {"session_id": sid, "failed": True, "limit": 1000})
+    assert s["failed_commands"] == len(failures["events"]) > 0
+    assert text_of(page, "#failed-commands") == f"{s['failed_commands']:,}"
     # The failed command, at its anchor, with its exit code marked as failed.
     cmd = page.locator(f"#e{failed['id']}")
     assert cmd.count() == 1
@@ -326,6 +330,9 @@ def test_files_usage_findings_and_health_show_the_socket_s_numbers(env: Env, pag
     page.goto(env.web.base + "/files?days=all")
     assert page.locator("#most-changed tbody tr").count() == len(top["most_changed"])
     assert page.locator("#failing tbody tr").count() == len(top["failing_commands"])
+    projects = env.call("projects.list", {"limit": 30})["projects"]
+    assert [a.get_attribute("title") for a in page.locator("ul.projects li a").all()] == \
+        [p["project"] for p in projects] != []
 
     totals = env.call("usage.summary")["totals"]
     page.goto(env.web.base + "/usage?days=all")
@@ -341,6 +348,8 @@ def test_files_usage_findings_and_health_show_the_socket_s_numbers(env: Env, pag
     report = env.call("findings.report")
     page.goto(env.web.base + "/findings")
     assert f"findings {report['findings']:,}" in text_of(page, "#findings-totals")
+    assert f"sessions {report['sessions']:,}" in text_of(page, "#findings-totals")
+    assert report["sessions"] == len(report["by_session"]) > 0
     assert page.locator("#by-type tbody tr").count() == len(report["by_type"])
     newest = env.call("findings.list", {"order": "desc", "limit": 100})["findings"]
     assert page.locator("#findings tbody tr").count() == len(newest)

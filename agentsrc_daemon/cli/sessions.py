@@ -54,7 +54,7 @@ def show(session: str, json: bool = typer.Option(False, "--json")) -> None:
         return
     for key in ("id", "agent", "native_id", "cwd", "project_root", "model", "version",
                 "started_at", "last_event_at", "title", "prompts", "messages", "tool_calls",
-                "subagents", "compactions", "errors", "source_state"):
+                "subagents", "compactions", "errors", "failed_commands", "source_state"):
         typer.echo(f"{key + ':':<15}{short(s.get(key), 100)}")
     source = s.get("source")
     if isinstance(source, dict) and source.get("times") == "file":

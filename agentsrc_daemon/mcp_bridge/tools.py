@@ -314,6 +314,7 @@ def get_session(
         version=s.get("version"),
         messages=s.get("messages"),
         compactions=s.get("compactions"),
+        failed_commands=s.get("failed_commands"),
         subagents=s.get("subagents"),
         tokens=s.get("tokens"),
         kinds=s.get("kinds"),
