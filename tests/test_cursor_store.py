@@ -139,3 +139,13 @@ def test_the_ingestor_is_handed_the_one_object(store: Store) -> None:
     with pytest.raises(RuntimeError, match="no way to read the state"):
         alone.load_state(b)
     assert alone.known_cursor(A) is None
+
+
+def test_loaded_cursors_share_the_values_every_file_repeats(store: Store) -> None:
+    """The adapter's name, the mode and the device are one object each across the
+    cursors loaded (SQLite returns a new one per row: at 20,000 files held, 2.8 MB)."""
+    cursors = CursorStore(store.conn)
+    _save(cursors, _cursor(A, dev=64768), _cursor(B, dev=64768))
+    a, b = CursorStore(store.conn).load(states=False).values()
+    assert (a.adapter, a.mode, a.dev) == (b.adapter, b.mode, b.dev) == ("codex", "jsonl", 64768)
+    assert a.adapter is b.adapter and a.mode is b.mode and a.dev is b.dev

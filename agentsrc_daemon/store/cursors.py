@@ -33,6 +33,10 @@ class CursorStore:
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
         self.source_ids: dict[str, int] = {}
+        # One object per distinct value of the columns every cursor repeats (the
+        # adapter's name, the mode, the device): SQLite returns a new object per row,
+        # and with 20,000 files held those copies were 2.8 MB of the live daemon's RSS.
+        self._shared: dict[Any, Any] = {}
 
     def load(
         self, *, states: bool = True, sidecar_adapters: Iterable[str] = (), gone: bool = True
@@ -87,12 +91,13 @@ class CursorStore:
         (sid, path, adapter, mode, dev, ino, size, mtime_ns, offset, head_len, head_hash,
          skipping, state, generation, lines, skipped, gone_at, sig) = row
         self.source_ids[path] = sid
+        shared = self._shared
         return Cursor(
             path=path,
-            adapter=adapter,
-            mode=mode,
+            adapter=shared.setdefault(adapter, adapter),
+            mode=shared.setdefault(mode, mode),
             source_id=sid,
-            dev=dev,
+            dev=shared.setdefault(dev, dev),
             ino=ino,
             size=size,
             mtime_ns=mtime_ns,
