@@ -526,7 +526,7 @@ class Ingestor:
         )
         batch.cursors[spec.path] = cursor
         if data is None:
-            cursor.skipped[tail.OVERSIZE] = cursor.skipped.get(tail.OVERSIZE, 0) + 1
+            cursor.count_skip(tail.OVERSIZE)
             return rnd
         side_changed, side = self._sidecar(spec, cursor)
         digest = fingerprint.content_hash(data)
@@ -546,7 +546,7 @@ class Ingestor:
                 obj = orjson.loads(data)
             except orjson.JSONDecodeError:
                 # A document caught mid-write: it will change again and be re-read.
-                cursor.skipped[tail.MALFORMED] = cursor.skipped.get(tail.MALFORMED, 0) + 1
+                cursor.count_skip(tail.MALFORMED)
                 cursor.head_hash = None
                 return rnd
         if cursor.state is None:
@@ -640,7 +640,7 @@ class Ingestor:
             return rnd
         self.busy.pop(path, None)
         for reason, n in result.errors.items():
-            cursor.skipped[reason] = cursor.skipped.get(reason, 0) + n
+            cursor.count_skip(reason, n)
         adapter_state = held.get(ADAPTER_STATE)
         if result.reset:
             fingerprint.reset_cursor(cursor)  # a new generation, a fresh adapter state
@@ -823,6 +823,6 @@ def _count_adapter_error(cursor: Cursor, exc: Exception, offset: int | None = No
     """An adapter bug must not stop ingest: the line (or document) is skipped and
     counted in the file's skip counters. Logged by exception type only: the message
     may quote the transcript."""
-    cursor.skipped[ADAPTER_ERROR] = cursor.skipped.get(ADAPTER_ERROR, 0) + 1
+    cursor.count_skip(ADAPTER_ERROR)
     where = {} if offset is None else {"offset": offset}
     log.warning("adapter_error", path=cursor.path, **where, error=type(exc).__name__)

@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 import orjson
 
-from ..cursor import SIDECAR_KEY, Cursor
+from ..cursor import NO_SKIPS, SIDECAR_KEY, Cursor
 from . import packing
 from .batch import utc_now
 from .packing import pack
@@ -110,7 +110,7 @@ class CursorStore:
             sidecar_sig=orjson.loads(sig) if sig else None,
             generation=generation,
             lines=lines,
-            skipped=orjson.loads(skipped) if skipped and skipped != "{}" else {},
+            skipped=orjson.loads(skipped) if skipped and skipped != "{}" else NO_SKIPS,
             gone_at=gone_at,
         )
 
@@ -159,5 +159,5 @@ class CursorStore:
             " gone_at=?, updated_at=? WHERE id=?",
             (c.adapter, c.mode, c.dev, c.ino, c.size, c.mtime_ns, c.offset, c.head_len,
              c.head_hash, int(c.skipping), *values, c.generation, c.lines,
-             orjson.dumps(c.skipped).decode(), c.gone_at, utc_now(), sid),
+             orjson.dumps(dict(c.skipped)).decode(), c.gone_at, utc_now(), sid),
         )
