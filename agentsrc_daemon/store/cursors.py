@@ -7,7 +7,7 @@ left in the store)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apsw
@@ -41,7 +41,15 @@ class CursorStore:
     def load(
         self, *, states: bool = True, sidecar_adapters: Iterable[str] = (), gone: bool = True
     ) -> dict[str, Cursor]:
-        """Every file's cursor. With ``states`` False (the daemon's start) the adapter
+        """Every file's cursor, by path (``iter_load``'s)."""
+        return {c.path: c for c in self.iter_load(
+            states=states, sidecar_adapters=sidecar_adapters, gone=gone)}
+
+    def iter_load(
+        self, *, states: bool = True, sidecar_adapters: Iterable[str] = (), gone: bool = True
+    ) -> Iterator[Cursor]:
+        """Every file's cursor, one at a time (the daemon's start packs each as it comes:
+        cursor_table.py). With ``states`` False (the daemon's start) the adapter
         states are not read: a large home holds about 100 MB of them (as JSON; under
         half that packed), and most files are never read again; ``state`` fetches
         one when its file is read. Only the sidecar signature of the present sources of
@@ -65,7 +73,8 @@ class CursorStore:
         rows = self.conn.execute(
             f"SELECT {columns} FROM sources{where}", sidecar_adapters if not states else ()
         )
-        return {c.path: c for c in (self._cursor_of(row, states) for row in rows)}
+        for row in rows:
+            yield self._cursor_of(row, states)
 
     def gone_cursor(self, path: str) -> Cursor | None:
         """The cursor of a file marked gone, by its path (one lookup in the path's
