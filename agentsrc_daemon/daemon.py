@@ -32,6 +32,7 @@ import structlog
 
 from . import __version__
 from .config import Config, load_config
+from .cursor_table import CursorTable
 from .errors import AlreadyRunning
 from .ingest import sources
 from .ingest.committer import Committer, StoreErrors
@@ -209,9 +210,9 @@ class Daemon:
             phases.done("stages")
             # The adapter states stay in the store until their file is read, and the
             # cursors of gone files until their path is seen again.
-            ingestor.cursors = store.cursors.load(
+            ingestor.cursors = CursorTable.packed(store.cursors.iter_load(
                 states=False, sidecar_adapters=sources.SIDECAR_ADAPTERS, gone=False
-            )
+            ))
             ingestor.cursor_store = store.cursors
             phases.done("cursors")
         finally:

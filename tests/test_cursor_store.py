@@ -6,13 +6,14 @@ the one object."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 
-from agentsrc_daemon.cursor import SIDECAR_KEY, Cursor
+from agentsrc_daemon.cursor import NO_SKIPS, SIDECAR_KEY, Cursor
 from agentsrc_daemon.ingest.round import Ingestor
 from agentsrc_daemon.store import Store
 from agentsrc_daemon.store.cursors import CursorStore
@@ -139,3 +140,32 @@ def test_the_ingestor_is_handed_the_one_object(store: Store) -> None:
     with pytest.raises(RuntimeError, match="no way to read the state"):
         alone.load_state(b)
     assert alone.known_cursor(A) is None
+
+
+def test_loaded_cursors_share_the_values_every_file_repeats(store: Store) -> None:
+    """The adapter's name, the mode and the device are one object each across the
+    cursors loaded (SQLite returns a new one per row: at 20,000 files held, 2.8 MB)."""
+    cursors = CursorStore(store.conn)
+    _save(cursors, _cursor(A, dev=64768), _cursor(B, dev=64768))
+    a, b = CursorStore(store.conn).load(states=False).values()
+    assert (a.adapter, a.mode, a.dev) == (b.adapter, b.mode, b.dev) == ("codex", "jsonl", 64768)
+    assert a.adapter is b.adapter and a.mode is b.mode and a.dev is b.dev
+
+
+def test_cursors_without_skips_share_one_read_only_mapping(store: Store) -> None:
+    """A file with nothing skipped holds the one NO_SKIPS (20,000 empty dicts were
+    1.3 MB); a count gives that cursor a dict of its own, saved and loaded back, and
+    the shared one stays empty, also across a pickle (a backfill worker's round)."""
+    cursors = CursorStore(store.conn)
+    _save(cursors, _cursor(A, skipped={}), _cursor(B, skipped={}))
+    a, b = CursorStore(store.conn).load(states=False).values()
+    assert a.skipped is NO_SKIPS and b.skipped is NO_SKIPS
+    with pytest.raises(TypeError):
+        a.skipped["malformed"] = 1  # type: ignore[index]
+    a.count_skip("malformed")
+    a.count_skip("malformed", 2)
+    assert (a.skipped, b.skipped, dict(NO_SKIPS)) == ({"malformed": 3}, {}, {})
+    assert pickle.loads(pickle.dumps(b)).skipped is NO_SKIPS
+    _save(cursors, a, b)
+    again = CursorStore(store.conn).load(states=False)
+    assert (again[A].skipped, again[B].skipped) == ({"malformed": 3}, NO_SKIPS)

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from agentsrc_daemon.config import Config, load_config
+from agentsrc_daemon.cursor_table import CursorTable, peek_items
 from agentsrc_daemon.errors import RpcError
 from agentsrc_daemon.ingest import status as status_mod
 from agentsrc_daemon.ingest.committer import RETRY_MAX_S, Committer, StoreErrors
@@ -349,21 +350,29 @@ def test_the_board_says_catching_up_until_live_and_nothing_waits(
         reader.close()
 
 
+@pytest.mark.parametrize("table", [False, True], ids=["dict", "cursor_table"])
 def test_states_of_files_not_read_lately_go_back_to_the_store_and_come_back_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: bool
 ) -> None:
     """Past KEPT_STATES, a committed file's adapter state is dropped from memory and read
     again from the store when the file is: the events after it are the same as with
-    every state kept (the turn a prompt closes is in that state)."""
+    every state kept (the turn a prompt closes is in that state). In the daemon's
+    CursorTable those files' cursors are packed again, and unpacked when read."""
     from agentsrc_daemon.ingest import round as round_mod
+
+    packed: list[int] = []
 
     def run(kept: int, home: Path, data: Path) -> tuple[list[str], Parts]:
         monkeypatch.setattr(round_mod, "KEPT_STATES", kept)
         parts = Parts(home, data, Clock())
+        if table:
+            parts.ingestor.cursors = CursorTable()
         paths = [transcript(home, f"{c * 8}-0000-4000-8000-000000000000", 2) for c in "abcde"]
         parts.queue.reconcile(parts.ingestor, parts.progress)
         parts.scheduler.run_round()
-        held = sorted(p for p, c in parts.ingestor.cursors.items() if not c.state_in_store)
+        held = sorted(p for p, c in peek_items(parts.ingestor.cursors) if not c.state_in_store)
+        if isinstance(parts.ingestor.cursors, CursorTable):
+            packed.append(parts.ingestor.cursors.packed_count())
         # More lines in the first file: its state (the open turn) is needed again.
         transcript(home, f"{'a' * 8}-0000-4000-8000-000000000000", 2, start=2)
         parts.scheduler.appended({str(paths[0])})
@@ -386,3 +395,4 @@ def test_states_of_files_not_read_lately_go_back_to_the_store_and_come_back_whol
     strip = lambda rows: [r for r in rows if not r.startswith("/")]  # noqa: E731
     assert strip(released) == strip(kept_all)
     assert len(strip(released)) == 5 * 5 + 6  # 5 files of 2 prompts, then 2 more in one
+    assert packed == ([3, 0] if table else [])

@@ -74,6 +74,17 @@ def test_the_export_keeps_every_provider_and_model(bundled: table.PriceTable) ->
     assert bundled.source == {"library": "genai-prices", "version": export.library_version(), "data": "bundled"}
 
 
+def test_a_models_prices_stay_json_until_it_is_found() -> None:
+    """The bound on the table's memory: a model's prices and variants are kept as JSON
+    bytes until it is found (1.5 MB of the 3.6 MB parsed), its match clause parsed."""
+    t = table.loads(export.bundled_table())  # its own: the fixture's is found in already
+    models = [m for p in t.providers for m in p["models"]]
+    assert all(isinstance(m["prices"], bytes) and isinstance(m["match"], dict) for m in models)
+    assert sum(isinstance(m.get("variants"), bytes) for m in models) > 50
+    found = t.find("claude-sonnet-4-5", "anthropic")
+    assert found is not None and found.prices and found.variants
+
+
 def test_every_model_is_priced_as_the_library_prices_it(bundled: table.PriceTable) -> None:
     rng = random.Random(27)
     compared = 0

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
+from ..cursor_table import peek_items
 from . import sources
 from .progress import Progress
 from .project_scan import ProjectScan
@@ -129,7 +130,7 @@ class SourceQueue:
 
     def _queue_gone(self, ingestor: Ingestor, seen: set[str]) -> int:
         queued = 0
-        for path, cursor in ingestor.cursors.items():
+        for path, cursor in peek_items(ingestor.cursors):  # a look: packed ones stay so
             if path not in seen and cursor.gone_at is None and path not in self.pending:
                 gone_spec = sources.classify(path, self.cfg.roots(), self.cfg.extra_sources())
                 if gone_spec is not None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import stat as stat_mod
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -60,6 +60,7 @@ from ..adapters import (
     times_from_file,
 )
 from ..cursor import SIDECAR_KEY, Cursor
+from ..cursor_table import CursorTable, peek, peek_items
 from ..events import (
     MAX_STORED_TEXT_CHARS,
     TRANSIENT_KINDS,
@@ -194,7 +195,8 @@ class Ingestor:
     project_root_for: Callable[[str], str] | None = None
     # The pricing stage (pricing/stage.py): a usage event's cost set on it.
     price: Callable[[Event], None] | None = None
-    cursors: dict[str, Cursor] = field(default_factory=dict)
+    # Every file's cursor; the daemon's a CursorTable (packed until the file is read).
+    cursors: MutableMapping[str, Cursor] = field(default_factory=dict)
     defer_big_lines: bool = False  # set while a backfill worker runs (see ingest/workers.py)
     adapters: Mapping[str, Adapter] = field(default_factory=lambda: ADAPTERS)
     # The sqlite mode's readers, one per database, kept open between polls (their
@@ -285,7 +287,7 @@ class Ingestor:
                 self._release_state(path)
 
     def _release_state(self, path: str) -> None:
-        c = self.cursors.get(path)
+        c = peek(self.cursors, path)  # a packed cursor holds no state: nothing to release
         if (self.cursor_store is None or c is None or c.state_in_store or c.source_id is None
                 or c.mode == sources.SQLITE
                 or (c.state is None and c.state_json is None)):
@@ -295,10 +297,14 @@ class Ingestor:
         # The reconcile compares a sidecar's stat with the signature the state keeps.
         c.sidecar_sig = _sidecar_held(c).get("sig")
         c.state, c.state_json, c.state_in_store = None, None, True
+        if isinstance(self.cursors, CursorTable):
+            # Committed, its state in the store: the file is not being read (its next
+            # round takes the cursor again), so it goes back to its packed form.
+            self.cursors.cool(path)
 
     def needs_read(self, spec: sources.SourceSpec, st: os.stat_result) -> bool:
         """Cheap check from a stat (reconcile scans): does this file have news?"""
-        c = self.cursors.get(spec.path)
+        c = peek(self.cursors, spec.path)  # a look: a packed cursor stays packed
         if c is None or c.gone_at is not None:
             return True
         if spec.mode == sources.SQLITE:
@@ -323,9 +329,9 @@ class Ingestor:
         """The bytes left to read in every known file, or only in ``paths`` (a live
         daemon asks about its queue: a sum over 40,000 cursors costs 90 ms)."""
         if paths is None:
-            cursors: Iterable[Cursor] = self.cursors.values()
+            cursors: Iterable[Cursor] = (c for _, c in peek_items(self.cursors))
         else:
-            cursors = (c for c in map(self.cursors.get, paths) if c is not None)
+            cursors = (c for c in (peek(self.cursors, p) for p in paths) if c is not None)
         return sum(
             max(0, (c.size or 0) - c.offset)
             for c in cursors
@@ -526,7 +532,7 @@ class Ingestor:
         )
         batch.cursors[spec.path] = cursor
         if data is None:
-            cursor.skipped[tail.OVERSIZE] = cursor.skipped.get(tail.OVERSIZE, 0) + 1
+            cursor.count_skip(tail.OVERSIZE)
             return rnd
         side_changed, side = self._sidecar(spec, cursor)
         digest = fingerprint.content_hash(data)
@@ -546,7 +552,7 @@ class Ingestor:
                 obj = orjson.loads(data)
             except orjson.JSONDecodeError:
                 # A document caught mid-write: it will change again and be re-read.
-                cursor.skipped[tail.MALFORMED] = cursor.skipped.get(tail.MALFORMED, 0) + 1
+                cursor.count_skip(tail.MALFORMED)
                 cursor.head_hash = None
                 return rnd
         if cursor.state is None:
@@ -640,7 +646,7 @@ class Ingestor:
             return rnd
         self.busy.pop(path, None)
         for reason, n in result.errors.items():
-            cursor.skipped[reason] = cursor.skipped.get(reason, 0) + n
+            cursor.count_skip(reason, n)
         adapter_state = held.get(ADAPTER_STATE)
         if result.reset:
             fingerprint.reset_cursor(cursor)  # a new generation, a fresh adapter state
@@ -823,6 +829,6 @@ def _count_adapter_error(cursor: Cursor, exc: Exception, offset: int | None = No
     """An adapter bug must not stop ingest: the line (or document) is skipped and
     counted in the file's skip counters. Logged by exception type only: the message
     may quote the transcript."""
-    cursor.skipped[ADAPTER_ERROR] = cursor.skipped.get(ADAPTER_ERROR, 0) + 1
+    cursor.count_skip(ADAPTER_ERROR)
     where = {} if offset is None else {"offset": offset}
     log.warning("adapter_error", path=cursor.path, **where, error=type(exc).__name__)

@@ -67,7 +67,7 @@ class ReadResult:
 
 
 def _count(cursor: Cursor, reason: str) -> None:
-    cursor.skipped[reason] = cursor.skipped.get(reason, 0) + 1
+    cursor.count_skip(reason)
 
 
 def decode_line(raw: bytes | bytearray | memoryview, cursor: Cursor) -> dict | None:  # type: ignore[type-arg]

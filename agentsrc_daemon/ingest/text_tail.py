@@ -99,7 +99,8 @@ def _read(
     reopen = where.get("reopen")
     start = reopen if isinstance(reopen, int) and 0 <= reopen < cursor.offset else cursor.offset
     read = read_lines(fd, start, st.st_size, budget, max_line)
-    count_oversize(cursor.skipped, read.oversize)
+    if read.oversize:
+        cursor.count_skip(OVERSIZE, read.oversize)
     held_companions = where.get("companions")
     held_companions = held_companions if isinstance(held_companions, dict) else {}
     companions: dict[str, TextLines] = {}
@@ -217,7 +218,3 @@ def read_companion(
     finally:
         os.close(fd)
 
-
-def count_oversize(skipped: dict[str, int], n: int) -> None:
-    if n:
-        skipped[OVERSIZE] = skipped.get(OVERSIZE, 0) + n

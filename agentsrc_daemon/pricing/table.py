@@ -162,10 +162,10 @@ class PriceTable:
         return Model(
             provider["id"],
             model["id"],
-            tuple((c, _prices(p)) for c, p in model["prices"]),
+            tuple((c, _prices(p)) for c, p in _held(model["prices"])),
             tuple(
                 (v["when"], v.get("constraint"), _prices(v["prices"]))
-                for v in model.get("variants") or ()
+                for v in _held(model.get("variants")) or ()
             ),
             native,
         )
@@ -228,7 +228,24 @@ def loads(raw: bytes) -> PriceTable:
     ):
         raise ValueError("price table: providers must be a list of providers with models")
     digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+    for provider in providers:
+        for model in provider["models"]:
+            _hold(model)
     return PriceTable(providers, dict(doc.get("source") or {}), digest)
+
+
+def _hold(model: Any) -> None:
+    """A model's prices and variants kept as JSON until it is found (``_held``): of the
+    table's 3.6 MB as parsed objects (2,344 models), 1.5 MB. Copied at their exact size
+    (orjson's bytes keep the room of its buffer)."""
+    if isinstance(model, dict):
+        for key in ("prices", "variants"):
+            if key in model:
+                model[key] = bytes(memoryview(orjson.dumps(model[key])))
+
+
+def _held(value: Any) -> Any:
+    return orjson.loads(value) if isinstance(value, bytes) else value
 
 
 def matches(clause: dict[str, Any], text: str) -> bool:
