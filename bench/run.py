@@ -5,7 +5,7 @@ and ratios; docs/performance.md records them with the command that made them.
         (beside agentsview's sync: `make bench-deps` installs it)
     .venv/bin/python bench/run.py answers [--copies 3] [--baseline main]
     .venv/bin/python bench/run.py backfill-index [--copies 5] [--repeats 4]
-    .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20]
+    .venv/bin/python bench/run.py latency [--files 20] [--appends 50] [--backfill-copies 20] [--phases same|spread]
     .venv/bin/python bench/run.py idle [--files 500] [--seconds 60] [--projects 2000]
     .venv/bin/python bench/run.py settle [--copies 100] [--window 60] [--idle 600]
     .venv/bin/python bench/run.py resident --store DIR [--seconds 600]
@@ -682,6 +682,11 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
         ready.wait(10)
 
         def writer(i: int, f: Path) -> None:
+            if args.phases == "spread":
+                # Independent agents write in no step with each other: each writer's
+                # appends are offset by its share of the period (the default, "same",
+                # has all 20 append at once every 100 ms: the worst case).
+                time.sleep(i * 0.1 / args.files)
             for n in range(args.appends):
                 token = f"f{i}-n{n}-{tag}"
                 now = time.time()
@@ -1272,6 +1277,8 @@ def main() -> None:
                      help="environment of the baseline's daemon (--baseline . and a flag: "
                           "this tree with a feature off)")
     lat.add_argument("--runs", type=int, default=1, help="runs of each daemon")
+    lat.add_argument("--phases", choices=("same", "spread"), default="same",
+                     help="writers append in step (all at once every 100 ms) or spread over it")
     lat.add_argument("--slow-step-ms", type=float, default=30.0,
                      help="the daemon logs loop steps longer than this (AGENTSRC_SLOW_STEP_MS)")
     idle = sub.add_parser("idle")
