@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.adapters import copilot
+from agentsrc_daemon.adapters.common import MAX_COUNT
 from agentsrc_daemon.adapters.copilot import ADAPTER
 from agentsrc_daemon.derive.derive import derive
 from agentsrc_daemon.events import (
@@ -651,3 +652,19 @@ def test_parse_document_never_raises_and_re_reading_adds_nothing(docs: list[Any]
         orjson.dumps(state)
     for doc in docs:
         assert events(ADAPTER.parse_document(copy.deepcopy(doc), path, state)) == []
+
+
+def test_counts_past_max_count_are_unreadable_and_running_sums_stay_writable() -> None:
+    """Found by the property test above: two compactions of 2**64 - 1 tokens each (a
+    count orjson can write) summed into the file's state past 64 bits, and the state
+    could no longer be saved. A count past MAX_COUNT now reads as 0, and the running sum
+    is held at MAX_COUNT."""
+    def compaction(n: int) -> dict[str, Any]:
+        return {"type": "session.compaction_complete", "data": {"compactionTokensUsed": {
+            "model": "m", "inputTokens": n, "outputTokens": n}}}
+
+    out, state = _run([compaction(2**64 - 1), compaction(MAX_COUNT), compaction(MAX_COUNT)])
+    orjson.dumps(state)
+    assert state["usage_counted"]["m"] == [MAX_COUNT, MAX_COUNT, 0, 0, 0]
+    assert [(u.data["input_tokens"], u.data["total_tokens"]) for u in events(out, USAGE)] == [
+        (MAX_COUNT, 2 * MAX_COUNT)] * 2

@@ -190,11 +190,18 @@ def as_int(value: Any) -> int | None:
     return None
 
 
+# The largest count read (2**53, nine quadrillion tokens): far past any real one, and
+# sums of a session's worth of them stay inside the signed 64 bits SQLite sums in (a
+# count near 2**64 that orjson can write made SUM overflow, and a file's state that
+# added two of them could no longer be written).
+MAX_COUNT = 2**53
+
+
 def as_count(value: Any) -> int:
-    """A count (tokens, retries) read by the ``as_int`` rule; missing, unreadable or
-    negative is 0, so counters can be summed without checks."""
+    """A count (tokens, retries) read by the ``as_int`` rule; missing, unreadable,
+    negative or past ``MAX_COUNT`` is 0, so counters can be summed without checks."""
     n = as_int(value)
-    return n if n is not None and n > 0 else 0
+    return n if n is not None and 0 < n <= MAX_COUNT else 0
 
 
 def seconds_to_ms(value: Any) -> int | None:

@@ -53,6 +53,7 @@ from ..events import (
     session_key,
 )
 from .common import (
+    MAX_COUNT,
     LineContext,
     LineRules,
     as_count,
@@ -469,7 +470,9 @@ def _count(line: LineContext, model: str | None, counts: list[int]) -> None:
     before = (
         before if isinstance(before, list) and len(before) == len(counts) else [0] * len(counts)
     )
-    counted[model or ""] = [as_count(a) + b for a, b in zip(before, counts, strict=True)]
+    # A running sum kept in the file's state: held at MAX_COUNT (the state is JSON).
+    counted[model or ""] = [min(as_count(a) + b, MAX_COUNT)
+                            for a, b in zip(before, counts, strict=True)]
 
 
 def _usage_data(counts: list[int], model: str | None) -> dict[str, Any]:
