@@ -15,6 +15,7 @@ they built themselves from escaped pieces."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -61,13 +62,24 @@ def _http_only(url: str) -> bool:
 
 
 _MARKDOWN = _md()
+# An answer's HTML is kept for its next showing (a live session's page is shown again at
+# each of its turns, a page of turns at each visit): rendering was about a third of the
+# session page's time at 10 million events (markdown-it is pure Python). Answers of up
+# to CACHED_CHARS, at most MARKDOWN_CACHE of them: a few MiB at most.
+CACHED_CHARS = 8_000
+MARKDOWN_CACHE = 256
+
+
+@functools.lru_cache(maxsize=MARKDOWN_CACHE)
+def _rendered(text: str) -> str:
+    return str(_MARKDOWN.render(text))
 
 
 def markdown(value: Any) -> Markup:
     """An answer's Markdown as HTML, safely (see the module's docstring)."""
     text = neutral(value)
     head, rest = text[:MARKDOWN_CHARS], text[MARKDOWN_CHARS:]
-    html = _MARKDOWN.render(head)
+    html = _rendered(head) if len(head) <= CACHED_CHARS else _MARKDOWN.render(head)
     if rest:
         html += (f'<details class="rest"><summary>{len(rest):,} more characters</summary>'
                  f"<pre>{escape(rest)}</pre></details>")
