@@ -19,6 +19,8 @@ from .vocabulary import (
 )
 
 _GLOB_CHARS = frozenset("*?[")
+# An absolute path's filter: its pages oldest first read their ids first (queries/events).
+PATH_EQUALS = "e.path = ?"
 
 # vocabulary.PATH_TAIL and COMMAND_FAILED of the events aliased ``e``: the expressions of
 # their indexes, repeated exactly (SQLite matches an indexed expression by its terms).
@@ -162,7 +164,7 @@ def path_filter(path: str) -> tuple[str, list[Any]]:
     if path.startswith("/") or is_windows_style(path):
         if is_windows_style(path):
             return "lower(e.path) = lower(?)", [path]
-        return "e.path = ?", [path]
+        return PATH_EQUALS, [path]
     rel = path[2:] if path.startswith("./") else path
     return "(json_extract(e.data, '$.rel_path') = ? OR e.path LIKE ? ESCAPE '\\')", [
         rel,

@@ -401,11 +401,11 @@ PACK_STATES = ChunkedMigration(
 
 
 # 21 -> 22: a file's history newest first (the web page's /files?path=, issue 28):
-# events_path holds a path's events in id order, so its newest 200 reads were all its
+# events_path held a path's events in id order, so its newest 200 reads were all its
 # reads sorted by time, their rows read to do it (12,512 edits of one path at 10 million
 # events: 55-82 ms). With the kind and the time after the path it is a walk of 200
-# entries (under 2 ms). events_path stays: oldest first, a page of a path is a range of
-# ids there. 10.5 bytes an event at 10 million (105 MB; built in about 2 s there).
+# entries (under 2 ms); oldest first, a page's ids are read from it and sorted (schema
+# 24 drops events_path). 10.5 bytes an event at 10 million (105 MB; built in about 2 s).
 ADD_PATH_TIMES = index_migration("path_times", (
     "CREATE INDEX IF NOT EXISTS events_path_times"
     " ON event_rows(path, kind, COALESCE(ts, '')) WHERE path IS NOT NULL",

@@ -14,7 +14,7 @@ from ..vocabulary import COMMAND_FAILED, PATH_TAIL, PROJECT_KINDS, PROJECT_ROOT
 from .chunked import EVENT_COPIES_VIEW, EVENTS_VIEW, SINK_EVENT_REVISED, TURNS_VIEW
 
 # The version this schema is (store/migrations/versions.py's SCHEMA_VERSION).
-VERSION = 23
+VERSION = 24
 
 _CORE = """
 CREATE TABLE sources (
@@ -122,7 +122,6 @@ CREATE TABLE event_rows (
     turn_key INTEGER,
     adapter_key INTEGER
 );
-CREATE INDEX events_path ON event_rows(path) WHERE path IS NOT NULL;
 CREATE INDEX events_path_times ON event_rows(path, kind, COALESCE(ts, '')) WHERE path IS NOT NULL;
 CREATE INDEX events_session ON event_rows(session_key) WHERE session_key IS NOT NULL;
 CREATE INDEX events_commands ON event_rows(id) WHERE kind = 'command';

@@ -12,7 +12,7 @@ import orjson
 
 from ..batch import event_row_to_json
 from ..vocabulary import PROJECT_KINDS
-from ..where import E_COMMAND_FAILED, Where
+from ..where import E_COMMAND_FAILED, PATH_EQUALS, Where
 from ..where import finding_path_filter as _finding_path_filter
 
 EVENT_COLUMNS = (
@@ -43,7 +43,7 @@ def events(
 ) -> list[dict[str, Any]]:
     where = _event_page(since_id, session_id, kinds)
     if path:
-        where.add("e.path = ?", path)
+        where.add(PATH_EQUALS, path)
     if path_glob:
         where.add("e.path GLOB ?", path_glob)
     if call_id:
@@ -54,10 +54,22 @@ def events(
 def _events(
     conn: apsw.Connection, where: Where, limit: int, newest_first: bool = False
 ) -> list[dict[str, Any]]:
-    sql = (
-        f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
-        f"{where.sql()} ORDER BY {NEWEST_FIRST if newest_first else 'e.id'} LIMIT ?"
-    )
+    if not newest_first and PATH_EQUALS in where.conditions:
+        # A path's events oldest first: the page's ids first, from events_path_times (the
+        # path and the kind, the id at the end of each entry: a path's ids sorted, not its
+        # rows), then those rows. With the rows read to sort them, 12,512 edits of one
+        # path took 40-60 ms at 10 million events; an index of the path alone in id order
+        # (events_path, until schema 24) was 83 MB more.
+        sql = (
+            f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
+            f" WHERE e.id IN (SELECT e.id FROM events e{where.sql()} ORDER BY e.id LIMIT ?)"
+            " ORDER BY e.id"
+        )
+    else:
+        sql = (
+            f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
+            f"{where.sql()} ORDER BY {NEWEST_FIRST if newest_first else 'e.id'} LIMIT ?"
+        )
     return [event_row_to_json(r) for r in conn.execute(sql, [*where.args, limit])]
 
 
