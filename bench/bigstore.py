@@ -495,12 +495,15 @@ def _write_files(templates: list[CorpusFile], home: Path, n: int, kept: set[str]
         Path(path).write_bytes(_render(f.data_parts, n, subs))
 
 
+def load(build: Path) -> BigStore:
+    """The build in directory ``build``, whatever its schema (its meta.json)."""
+    return BigStore(**orjson.loads((build / "meta.json").read_bytes()))
+
+
 def find(out: Path, events: int, files: int) -> BigStore | None:
     """A complete cached build, or None."""
-    meta = out / build_key(events, files) / "meta.json"
-    if not meta.exists():
-        return None
-    return BigStore(**orjson.loads(meta.read_bytes()))
+    build = out / build_key(events, files)
+    return load(build) if (build / "meta.json").exists() else None
 
 
 def checkout(store: BigStore, dest: Path) -> Path:
@@ -543,7 +546,7 @@ def migrated_copy(store: BigStore, dest: Path, say: bool = True) -> BigStore:
     as they take a build."""
     meta = dest / "meta.json"
     if meta.is_file():
-        found = BigStore(**orjson.loads(meta.read_bytes()))
+        found = load(dest)
         if found.schema_version == SCHEMA_VERSION and found.events == store.events:
             return found
         meta.unlink()  # another schema's: made again

@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from agentsrc_daemon.rpc.client import Client
 
 import bigstore
@@ -326,7 +324,7 @@ def bench_scale(args: argparse.Namespace) -> None:
     if args.store:
         # A build of another schema (the same store before and after a migration): the
         # daemon migrates the copy it is given.
-        store = bigstore.BigStore(**orjson.loads((Path(args.store) / "meta.json").read_bytes()))
+        store = bigstore.load(Path(args.store))
     else:
         store = bigstore.build(Path(args.out), args.events, args.files)
     work = Path(tempfile.mkdtemp(prefix="scale-", dir=args.workdir))

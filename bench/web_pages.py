@@ -32,7 +32,7 @@ from urllib.parse import quote, urlencode
 import orjson
 
 # bench/ is this script's own directory (on the path)
-from bigstore import BigStore, DaemonRun, build, checkout
+from bigstore import DaemonRun, build, checkout, load
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = [
@@ -137,8 +137,7 @@ def main() -> None:
     ap.add_argument("--paints", type=int, default=5)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    store = (BigStore(**orjson.loads((args.store / "meta.json").read_bytes())) if args.store
-             else build(args.out, args.events, args.files))
+    store = load(args.store) if args.store else build(args.out, args.events, args.files)
     work = Path(tempfile.mkdtemp(prefix="asweb-", dir="/tmp"))
     data = checkout(store, work)
     d = DaemonRun(Path(store.home), data).start()
