@@ -292,6 +292,22 @@ def signature(events: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
     )
 
 
+def killed_mid_backfill_ends_as(
+    d: DaemonProcess, expected: Counter[tuple[Any, ...]], *args: str
+) -> None:
+    """Start ``d`` (with ``args``), kill -9 it once part of its backfill is stored, start
+    it again and wait for live: its events are then ``expected`` (a reference run's
+    ``signature``), none lost and none twice."""
+    d.start(*args)
+    wait_for(lambda: d.call("status")["events"] > 200, timeout=120, interval=0.005)
+    stored = d.call("status")["events"]
+    d.stop(signal.SIGKILL)
+    assert stored < sum(expected.values())  # killed mid-way through the backfill
+    d.start(*args)
+    d.wait_live(timeout=300)
+    assert signature(all_events(d)) == expected
+
+
 def insert_event_row(
     conn: Any, session_id: str, adapter: str, turn_id: str | None = None, **columns: Any
 ) -> None:

@@ -11,7 +11,6 @@ counted by tests/test_agents_a.py and tests/test_daemon.py."""
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from harness import (
     DaemonFactory,
     all_events,
+    killed_mid_backfill_ends_as,
     signature,
     subscribe_until_prompts,
     wait_for,
@@ -180,14 +180,7 @@ def test_kill9_mid_backfill_gives_exact_events(
     ref.stop()
 
     d = daemon_factory(home, AGENTSRC_WORKERS="1", AGENTSRC_WORKER_MIN_BACKLOG="1")
-    d.start()
-    wait_for(lambda: d.call("status")["events"] > 200, timeout=120, interval=0.005)
-    stored = d.call("status")["events"]
-    d.stop(signal.SIGKILL)
-    assert stored < sum(expected.values())  # killed mid-way through the backfill
-    d.start()
-    d.wait_live(timeout=300)
-    assert signature(all_events(d)) == expected
+    killed_mid_backfill_ends_as(d, expected)
     sessions = {s["id"]: s for s in d.call("sessions.list", {"limit": 1000})["sessions"]}
     assert sessions.keys() == ref_sessions.keys()
     for sid, s in sessions.items():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import threading
 from collections import Counter
 from pathlib import Path
@@ -23,7 +22,14 @@ from agentsrc_daemon.ingest.project_scan import MAX_DEPTH, ProjectScan, walk
 
 from corpus import corpus_home
 from fake_secrets import fragments
-from harness import DaemonFactory, DaemonProcess, all_events, signature, wait_for
+from harness import (
+    DaemonFactory,
+    DaemonProcess,
+    all_events,
+    killed_mid_backfill_ends_as,
+    signature,
+    wait_for,
+)
 from raw_counts import aider_counts, crush_counts
 
 CORPUS_PROJECTS = ("Simple-Calulator", "mcpfier", "swift-kdl")
@@ -275,14 +281,7 @@ def test_kill9_during_the_backfill_gives_the_same_events(
     assert Counter(k.split(":")[0] for k in ref_sessions) == {"aider": 60, "crush": 60}
     ref.stop()
     d = daemon_factory(AGENTSRC_WORKERS="0")
-    d.start("--projects-root", str(code))
-    wait_for(lambda: d.call("status")["events"] > 200, timeout=120, interval=0.005)
-    stored = d.call("status")["events"]
-    d.stop(signal.SIGKILL)
-    assert stored < sum(expected.values())  # killed mid-way through the backfill
-    d.start("--projects-root", str(code))
-    d.wait_live(timeout=300)
-    assert signature(all_events(d)) == expected
+    killed_mid_backfill_ends_as(d, expected, "--projects-root", str(code))
     assert _got(d) == ref_sessions
 
 
