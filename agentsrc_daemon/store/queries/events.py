@@ -54,22 +54,17 @@ def events(
 def _events(
     conn: apsw.Connection, where: Where, limit: int, newest_first: bool = False
 ) -> list[dict[str, Any]]:
+    rows = f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
     if not newest_first and PATH_EQUALS in where.conditions:
         # A path's events oldest first: the page's ids first, from events_path_times (the
         # path and the kind, the id at the end of each entry: a path's ids sorted, not its
         # rows), then those rows. With the rows read to sort them, 12,512 edits of one
         # path took 40-60 ms at 10 million events; an index of the path alone in id order
         # (events_path, until schema 24) was 83 MB more.
-        sql = (
-            f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
-            f" WHERE e.id IN (SELECT e.id FROM events e{where.sql()} ORDER BY e.id LIMIT ?)"
-            " ORDER BY e.id"
-        )
+        sql = (f"{rows} WHERE e.id IN (SELECT e.id FROM events e{where.sql()}"
+               " ORDER BY e.id LIMIT ?) ORDER BY e.id")
     else:
-        sql = (
-            f"SELECT {EVENT_COLUMNS} FROM events e JOIN sources s ON s.id = e.source_id"
-            f"{where.sql()} ORDER BY {NEWEST_FIRST if newest_first else 'e.id'} LIMIT ?"
-        )
+        sql = f"{rows}{where.sql()} ORDER BY {NEWEST_FIRST if newest_first else 'e.id'} LIMIT ?"
     return [event_row_to_json(r) for r in conn.execute(sql, [*where.args, limit])]
 
 
