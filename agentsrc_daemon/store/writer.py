@@ -23,7 +23,6 @@ search index, the WAL, the aggregates' SQL, the costs).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +39,7 @@ from ..events import (
     PROMPT,
     TOOL_CALL,
     USAGE,
-    SessionFacts,
     TurnFacts,
-    merged_fact,
 )
 from . import aggregates, costs, packing, wal
 from .batch import Batch, Inserted, Row, coalesce_facts, prepare, utc_now
@@ -51,7 +48,8 @@ from .cursors import CursorStore
 from .migrations.runner import Progress, migrate
 from .packing import pack
 from .search_index import SearchIndex
-from .vocabulary import KEY_TABLES, SESSION_FACT_FIELDS, USAGE_FIELDS, command_failed
+from .session_rows import SessionRows, SessionTally
+from .vocabulary import KEY_TABLES, USAGE_FIELDS, command_failed
 
 # Session and turn keys the writer remembers (of each; then it starts over): the ids of
 # the files being read, far more than a commit meets.
@@ -80,18 +78,6 @@ _STORED = (
 _KEEP = costs.KEEP
 
 
-def _merge_sql(name: str, weak: bool, value: Any) -> tuple[str, list[Any]]:
-    """A session fact's merge rule in SQL (``Store._merge_session`` applies it in Python
-    when the stored value and the new one have the same type)."""
-    if name in SessionFacts.EARLIEST_WINS:
-        return f"{name}=MIN(COALESCE({name}, ?), ?)", [value, value]
-    if name == "last_event_at":
-        return f"{name}=MAX(COALESCE({name}, ''), ?)", [value]
-    if name in SessionFacts.FIRST_WINS or weak:
-        return f"{name}=COALESCE({name}, ?)", [value]
-    return f"{name}=?", [value]
-
-
 def claim_order(
     claim: int,
     since: str | None,
@@ -105,14 +91,6 @@ def claim_order(
     source path and offset, so that two claims are never equal unless they are the same
     record read twice."""
     return (-claim, since is None, since or "", holder, subagent_id or "", source_path, offset)
-
-
-@dataclass(slots=True)
-class _SessionTally:
-    counts: dict[str, int] = field(default_factory=dict)
-    subagents: set[str] = field(default_factory=set)
-    first_ts: str | None = None
-    last_ts: str | None = None
 
 
 class Store:
@@ -146,6 +124,9 @@ class Store:
         # The integer keys of session and turn ids (schema 16), as committed: emptied
         # when a commit fails (its new keys were rolled back with it).
         self._keys: dict[str, dict[str, int]] = {table: {} for table in KEY_TABLES}
+        # The sessions' rows: facts, counters, times (what the latest commits read or
+        # wrote of them remembered, as committed, like the keys).
+        self.sessions = SessionRows(self.conn)
         # The full-text index's writes in the commits, its build and its merging.
         self.search_index = SearchIndex(self.conn, self._wal, on=search_index,
                                         merge_pages=search_merge_pages)
@@ -235,6 +216,7 @@ class Store:
     def _rolled_back(self) -> None:
         """What the writer remembers of a commit that did not happen is forgotten."""
         self.search_index.rolled_back()
+        self.sessions.forget()
         for keys in self._keys.values():
             keys.clear()
 
@@ -245,14 +227,11 @@ class Store:
             for cursor in batch.cursors.values():
                 self.cursors.source_id(cursor)
             for facts in coalesce_facts(batch.sessions):
-                self._merge_session(facts)
+                self.sessions.merge(facts)
                 if facts.title is not None:
                     self.search_index.index_title(facts.session_id)
             for sid, root in batch.project_roots.items():
-                self.conn.execute(
-                    "UPDATE sessions SET project_root=? WHERE id=? AND project_root IS NULL",
-                    (root, sid),
-                )
+                self.sessions.set_project_root(sid, root)
             for turn in batch.turns:
                 self._merge_turn(turn)
             self._link_spawned(batch)
@@ -262,13 +241,10 @@ class Store:
                 # Events can arrive before any facts about their session (a subagent
                 # file read before its parent): the row must exist for the counters.
                 native = sid.split(":", 1)[1] if sid.startswith(adapter + ":") else sid
-                self.conn.execute(
-                    "INSERT OR IGNORE INTO sessions(id, agent, native_id) VALUES(?,?,?)",
-                    (sid, adapter, native),
-                )
-            tally: dict[str, _SessionTally] = {}
+                self.sessions.ensure(sid, adapter, native)
+            tally: dict[str, SessionTally] = {}
             inserted = self._insert_events(batch, tally)
-            self._apply_tally(tally)
+            self.sessions.apply_tally(tally)
             self.search_index.add(inserted.events)
             if inserted:
                 self.conn.execute(
@@ -278,10 +254,7 @@ class Store:
             for session_id, path in batch.session_sources:
                 src = self.cursors.source_ids.get(path)
                 if src is not None:
-                    self.conn.execute(
-                        "INSERT OR IGNORE INTO session_sources(session_id, source_id) VALUES(?,?)",
-                        (session_id, src),
-                    )
+                    self.sessions.link_source(session_id, src)
             self._write_drift_and_documents(batch)
             for cursor in batch.cursors.values():
                 self.cursors.save(cursor)
@@ -322,48 +295,6 @@ class Store:
                 (utc_now(), path),
             )
 
-    def _merge_session(self, f: SessionFacts) -> None:
-        """The facts merged into the session's row by their rules. Only the columns whose
-        value changes are SET: SQLite rewrites the entries of every index on a column
-        SET, changed or not (eight on the sessions' times, cwd, model), and a live
-        session's facts repeat its cwd, model and start with every line."""
-        self.conn.execute(
-            "INSERT OR IGNORE INTO sessions(id, agent, native_id) VALUES(?,?,?)",
-            (f.session_id, f.agent, f.native_id),
-        )
-        given: dict[str, Any] = {}
-        for name in SESSION_FACT_FIELDS:
-            value = getattr(f, name)
-            if value is None:
-                continue
-            if isinstance(value, dict):  # an object the agent wrote (source): as JSON
-                value = orjson.dumps(value).decode()
-            given[name] = value
-        if not given:
-            return
-        row = self.conn.execute(
-            f"SELECT {', '.join(given)} FROM sessions WHERE id=?", (f.session_id,)
-        ).fetchone()
-        assert row is not None  # inserted above
-        sets: list[str] = []
-        args: list[Any] = []
-        for (name, value), current in zip(given.items(), row, strict=True):
-            if (current is not None and type(current) is not type(value)) or (
-                name == "last_event_at" and not isinstance(value, str)
-            ):
-                # Not comparable in Python as SQLite compares them: SQLite decides.
-                sql, values = _merge_sql(name, f.weak, value)
-                sets.append(sql)
-                args.extend(values)
-                continue
-            merged = merged_fact(name, current, value, f.weak)
-            if merged != current:
-                sets.append(f"{name}=?")
-                args.append(merged)
-        if sets:
-            args.append(f.session_id)
-            self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
-
     def _link_spawned(self, batch: Batch) -> None:
         """Sub-agents that know only what kind they are (``spawned_as``) get as parent
         the session that entered that mode in the same cwd closest to their start
@@ -385,6 +316,7 @@ class Store:
             " WHERE spawned_as IS NOT NULL AND started_at IS NOT NULL",
             (SPAWN_MATCH_SECONDS,),
         )
+        self.sessions.parents_linked()
 
     def _merge_turn(self, t: TurnFacts) -> None:
         session_key = self._keys_of("session_keys", {t.session_id})[t.session_id]
@@ -400,7 +332,7 @@ class Store:
             (session_key, turn_key, t.started_at, t.ended_at, t.status, t.cwd, t.model),
         )
 
-    def _insert_events(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
+    def _insert_events(self, batch: Batch, tally: dict[str, SessionTally]) -> Inserted:
         """Insert a batch with one executemany; the rows that were new (not ignored as
         already known) are read back by id. A row whose key was known is a claim on the
         stored event: see ``_claim``. The rows' packed data is unpacked from their JSON
@@ -411,7 +343,7 @@ class Store:
 
     # Over 60 lines: the fast path (every row new: their ids known without a read) and
     # the read-back path share the keys and the counter built at its top.
-    def _insert_rows(self, batch: Batch, tally: dict[str, _SessionTally]) -> Inserted:
+    def _insert_rows(self, batch: Batch, tally: dict[str, SessionTally]) -> Inserted:
         prepared = batch.rows
         if not prepared:
             return Inserted([])
@@ -493,12 +425,15 @@ class Store:
                 continue
             key = known.get(text_id)
             if key is None:
+                # Made first (a live prompt's turn is new; one statement), read when it
+                # was there (RETURNING gives no row for a conflict).
                 row = self.conn.execute(
-                    f"SELECT key FROM {table} WHERE id = ?", (text_id,)
+                    f"INSERT INTO {table}(id) VALUES(?) ON CONFLICT(id) DO NOTHING RETURNING key",
+                    (text_id,),
                 ).fetchone() or self.conn.execute(
-                    f"INSERT INTO {table}(id) VALUES(?) RETURNING key", (text_id,)
+                    f"SELECT key FROM {table} WHERE id = ?", (text_id,)
                 ).fetchone()
-                assert row is not None  # found, or made by the INSERT
+                assert row is not None  # made by the INSERT, or found
                 key = int(row[0])
                 if len(known) >= KEYS_REMEMBERED:
                     known.clear()
@@ -523,7 +458,7 @@ class Store:
     def _claim(
         self,
         r: Row,
-        tally: dict[str, _SessionTally],
+        tally: dict[str, SessionTally],
         copies: list[tuple[int, str, str | None, str | None]],
         before: int,
     ) -> bool:
@@ -624,7 +559,7 @@ class Store:
             )
 
     def _count(
-        self, sid: str, kind: str, data: bytes, tally: dict[str, _SessionTally], sign: int
+        self, sid: str, kind: str, data: bytes, tally: dict[str, SessionTally], sign: int
     ) -> None:
         """Add (or, ``sign`` -1, take back) an event's share of its session's counters;
         applied once per batch."""
@@ -633,7 +568,7 @@ class Store:
             return
         t = tally.get(sid)
         if t is None:
-            t = tally[sid] = _SessionTally()
+            t = tally[sid] = SessionTally()
         if column:
             t.counts[column] = t.counts.get(column, 0) + sign
             return
@@ -647,12 +582,12 @@ class Store:
             if isinstance(v, int) and not isinstance(v, bool):
                 t.counts[f] = t.counts.get(f, 0) + sign * v
 
-    def _touch(self, r: Row, tally: dict[str, _SessionTally]) -> None:
+    def _touch(self, r: Row, tally: dict[str, SessionTally]) -> None:
         """What every claim tells its session whether or not it owns the event: its
         sub-agents and, unless it is a copy of another session's record, its times."""
         t = tally.get(r.session_id)
         if t is None:
-            t = tally[r.session_id] = _SessionTally()
+            t = tally[r.session_id] = SessionTally()
         if r.subagent_id:
             t.subagents.add(r.subagent_id)
         ts = r.ts
@@ -661,31 +596,3 @@ class Store:
                 t.first_ts = ts
             if t.last_ts is None or ts > t.last_ts:
                 t.last_ts = ts
-
-    def _apply_tally(self, tally: dict[str, _SessionTally]) -> None:
-        """A batch's counters and event times, one UPDATE per session. The times are SET
-        only when they move the session's (see _merge_session: each SET rewrites the
-        entries of the indexes on that column); the events' times are text, as stored."""
-        for sid, t in tally.items():
-            for sub in t.subagents:
-                self.conn.execute(
-                    "INSERT OR IGNORE INTO session_subagents(session_id, subagent_id) VALUES(?,?)",
-                    (sid, sub),
-                )
-            counts = {c: n for c, n in t.counts.items() if n}
-            sets = [f"{c}={c}+?" for c in counts]
-            args: list[Any] = list(counts.values())
-            if t.last_ts or t.first_ts:
-                row = self.conn.execute(
-                    "SELECT last_event_at, started_at FROM sessions WHERE id=?", (sid,)
-                ).fetchone()
-                last, started = row if row is not None else (None, None)
-                if t.last_ts and not (isinstance(last, str) and last >= t.last_ts):
-                    sets.append("last_event_at=MAX(COALESCE(last_event_at,''), ?)")
-                    args.append(t.last_ts)
-                if t.first_ts and not (isinstance(started, str) and started <= t.first_ts):
-                    sets.append("started_at=MIN(COALESCE(started_at, ?), ?)")
-                    args.extend([t.first_ts, t.first_ts])
-            if sets:
-                args.append(sid)
-                self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
