@@ -272,3 +272,47 @@ def test_a_sidecar_goes_to_the_adapter_that_reads_one(tmp_path: Path) -> None:
     plain = Ingestor(max_line_bytes=1 << 20, adapters={"copilot": CountingDocuments()})
     plain.ingest(spec, Batch(), 1 << 20)
     assert plain.cursors[spec.path].load_state() == {"versions": 0}
+
+
+def test_a_round_that_moves_nothing_commits_nothing(tmp_path: Path) -> None:
+    """A write is noticed twice (its modify, its close): the second round finds the
+    file as the store holds it and adds nothing to the batch, so no commit is made for
+    it. A partial line (the size moved), the sidecar, or a round of a file whose last
+    round is not committed yet are still saved."""
+    path = tmp_path / "proj" / f"{SID}.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(claude_line("u1", "user"))
+    spec = sources.SourceSpec(str(path), "claude-code", sources.JSONL, str(tmp_path))
+    store = Store(tmp_path / "db.sqlite")
+    ingestor = Ingestor(max_line_bytes=1 << 20, cursor_store=store.cursors)
+    first = Batch()
+    ingestor.ingest(spec, first, 1 << 20)
+    # Not committed yet: a second round of the same file in another batch keeps it.
+    pending = Batch()
+    assert not ingestor.ingest(spec, pending, 1 << 20).unchanged
+    assert list(pending.cursors) == [spec.path] and pending.events == []
+    store.commit(first)
+    ingestor.committed(first.cursors)
+    store.commit(pending)
+    ingestor.committed(pending.cursors)
+
+    quiet = Batch()
+    rnd = ingestor.ingest(spec, quiet, 1 << 20)
+    assert rnd.unchanged and quiet.empty() and quiet.cursors == {}
+    assert spec.path not in ingestor.uncommitted
+
+    with path.open("ab") as fh:  # half a line: the size moved, the offset did not
+        fh.write(claude_line("u2", "user")[:20])
+    partial = Batch()
+    assert not ingestor.ingest(spec, partial, 1 << 20).unchanged
+    assert list(partial.cursors) == [spec.path] and partial.events == []
+    store.commit(partial)
+    ingestor.committed(partial.cursors)
+    (size,) = store.conn.execute("SELECT size FROM sources").fetchone()
+    assert size == path.stat().st_size
+    with path.open("ab") as fh:
+        fh.write(claude_line("u2", "user")[20:])
+    rest = Batch()
+    ingestor.ingest(spec, rest, 1 << 20)
+    assert [e.kind for e in rest.events if e.kind == "prompt"] == ["prompt"]
+    store.close()

@@ -185,6 +185,14 @@ class FileRound:
     gone: bool = False
     deferred: bool = False  # a line over BIG_LINE_BYTES is next: read it later
     retry_after: float | None = None  # busy (a locked database): try again in this many s
+    unchanged: bool = False  # nothing moved: the store's cursor is this one (not in the batch)
+
+
+def _persisted(c: Cursor) -> tuple[Any, ...]:
+    """What the store keeps of a JSONL file's cursor, but its state (which only a line,
+    a reset or a sidecar moves)."""
+    return (c.dev, c.ino, c.size, c.mtime_ns, c.offset, c.head_len, c.head_hash, c.skipping,
+            c.generation, c.lines, tuple(c.skipped.items()), c.state is None)
 
 
 @dataclass
@@ -352,9 +360,16 @@ class Ingestor:
         says so or once its lines gave ``max_events`` events (so a round of tiny lines
         is not one commit of tens of thousands)."""
         cursor = self.cursor_for(spec)
+        # Whether the store holds this very cursor (it has a row, and no round of it waits
+        # for a commit): then a round that moves nothing adds nothing to the batch.
+        held = (cursor.source_id is None or spec.path in batch.cursors
+                or spec.path in self.uncommitted)
         self.load_state(cursor)  # read and decoded only for files read
         if spec.mode == sources.JSONL:
-            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes, stop, max_events)
+            rnd = self._ingest_jsonl(spec, cursor, batch, budget_bytes, stop, max_events,
+                                     as_stored=None if held else _persisted(cursor))
+            if rnd.unchanged:
+                self.uncommitted.discard(spec.path)  # the store's cursor is this one
         elif spec.mode == sources.DOCUMENT:
             rnd = self._ingest_document(spec, cursor, batch)
         elif spec.mode == sources.SQLITE:
@@ -382,11 +397,15 @@ class Ingestor:
         budget: int,
         stop: Callable[[], bool] | None = None,
         max_events: int | None = None,
+        as_stored: tuple[Any, ...] | None = None,
     ) -> FileRound:
         """A JSONL source from its offset: the tail-reader's complete lines through the
         adapter, at most ``budget`` bytes (or ``max_events``). Long on purpose: the per-line
         callback and what the tail-reader's result means for the cursor (a reset, deferred big
-        lines, a sidecar) share one file's round."""
+        lines, a sidecar) share one file's round. ``as_stored``: the cursor's persisted
+        values when the store holds them as they are; a round that leaves them so (a
+        write's second notice, its close, finds nothing new) is ``unchanged``, its cursor
+        not in the batch: no commit for nothing."""
         adapter = self.adapters[spec.adapter]
         rnd = FileRound(spec.path)
         start_offset = cursor.offset
@@ -398,9 +417,9 @@ class Ingestor:
                 return len(produced) >= max_events or (asked is not None and asked())
 
         sessions_seen: set[str] = set()
-        side: list[Record] = []  # the sidecar's records, routed after the lines'
         titled = False
-        side += self._sidecar(spec, cursor)[1]
+        # The sidecar's records, routed after the lines'.
+        side_changed, side = self._sidecar(spec, cursor)
         st = _stat(spec.path) if times_from_file(adapter) else None
         mtime_ns = st[3] if st is not None else None
         if cursor.state is not None:
@@ -447,7 +466,12 @@ class Ingestor:
         for rec in side:
             self._route(rec, spec.path, "\0", 0, produced, sessions_seen, batch)
         self._finish(produced, sessions_seen, spec.path, batch)
-        if not result.gone:  # a vanished file's cursor is saved by ingest() (gone_at)
+        if result.gone:  # a vanished file's cursor is saved by ingest() (gone_at)
+            return rnd
+        if (as_stored is not None and not produced and not side and not side_changed
+                and result.reset is None and _persisted(cursor) == as_stored):
+            rnd.unchanged = True
+        else:
             batch.cursors[spec.path] = cursor
         return rnd
 
