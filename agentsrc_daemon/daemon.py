@@ -462,6 +462,9 @@ class Daemon:
         if self.errors.waiting():
             wake_at = min(wake_at, self.errors.retry_at)
         wake_at = min(wake_at, self.components.committer.wal.truncate_if_idle(self.timer.step))
+        measure_at = self.components.store.search_index.measure_due_at()
+        if measure_at is not None:  # what the last commits owe the search index's merging
+            wake_at = min(wake_at, measure_at)
         timeout = wake_at - time.monotonic()
         if self.notifier.watchdog_every:
             timeout = min(timeout, self.notifier.watchdog_every)

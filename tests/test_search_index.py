@@ -70,6 +70,7 @@ def test_a_rolled_back_transaction_owes_no_merging(store: Store) -> None:
     """What a transaction wrote is owed after it commits; one rolled back wrote nothing.
     Seen with a structure record this code cannot read, where every write owes a step."""
     idx = store.search_index
+    idx.measure_every_s = 0  # read after each commit (see search_index.MEASURE_EVERY_S)
     store.commit(_batch(_prompt("p1", "one")))
     assert idx.merge_owed == 1  # one level x one leaf
     store.conn.execute(
@@ -118,6 +119,7 @@ def test_a_deferred_backfill_is_built_in_resumable_steps(tmp_path: Path) -> None
 
 def test_merge_steps_pay_what_the_writes_owe(store: Store) -> None:
     idx = store.search_index
+    idx.measure_every_s = 0
     assert (idx.merge_owed, idx.merge_due, idx.merges) == (0, False, 0)
     for k in range(6):
         store.commit(_batch(_prompt(f"p{k}", f"w{k} shared")))

@@ -131,6 +131,7 @@ def _hits(store: Store, term: str) -> int:
 
 def test_commits_leave_merging_to_the_steps_and_owe_fts5s_pages(tmp_path: Path) -> None:
     store = Store(tmp_path / "a.db")
+    store.search_index.measure_every_s = 0  # the structure read after every commit
     config = dict(store.conn.execute("SELECT k, v FROM search_index_config"))
     assert config["automerge"] == 0
     assert (store.search_index.merge_owed, store.search_index.merge_step(), store.search_index.merges) == (0, False, 0)
@@ -202,6 +203,7 @@ def test_a_step_does_a_bounded_part_of_a_merge(tmp_path: Path) -> None:
 
 def test_an_unknown_structure_owes_a_step_per_write(tmp_path: Path) -> None:
     store = Store(tmp_path / "c.db")
+    store.search_index.measure_every_s = 0
     store.commit(_prompts(3, 0))
     assert store.search_index.merge_owed == 1  # one level x one leaf
     store.conn.execute(
@@ -267,3 +269,27 @@ def test_the_daemon_merges_the_index_between_live_appends(
     assert len(hits) == 26
     one = d.call("search.query", {"q": "mergetoken17"})["hits"]
     assert [(h["kind"], h["snippet"]) for h in one] == [("prompt", "mergetoken17 shared")]
+
+
+def test_commits_in_a_stream_are_measured_together_and_owe_the_same(tmp_path: Path) -> None:
+    """Commits closer together than MEASURE_EVERY_S read the structure record once for
+    all of them (a live burst pays for it once): what they owe is what they owe read one
+    by one, counted when the loop next asks (``measure``) or a step merges."""
+    each, together = Store(tmp_path / "each.db"), Store(tmp_path / "together.db")
+    each.search_index.measure_every_s = 0
+    together.search_index.measure_every_s = 3600
+    reads: list[str] = []
+    together.conn.exec_trace = lambda _c, sql, _b: (
+        reads.append(sql) if "search_index_data WHERE id" in sql else None) or True
+    for i in range(10):
+        each.commit(_prompts(3, 3 * i))
+        together.commit(_prompts(3, 3 * i))
+    assert (each.search_index.merge_owed, together.search_index.merge_owed) == (10, 0)
+    assert reads == []
+    together.search_index.measure()
+    assert together.search_index.merge_owed == 10 and len(reads) == 1
+    together.conn.exec_trace = None
+    for store in (each, together):
+        store.commit(_prompts(3, 30))
+    assert together.search_index.merge_step(pages=1) is True  # measured first: 11 owed
+    assert together.search_index.merge_owed == 11 - 1 == each.search_index.merge_owed - 1

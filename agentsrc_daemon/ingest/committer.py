@@ -211,6 +211,9 @@ class Committer:
         """When nothing is queued: one step of the search index's deferred work, the
         merging owed first, then a chunk of the build (``built`` is called once the
         build is over: what it held goes back to the OS). Whether a step ran."""
+        # The last commits' leaves, read at most every MEASURE_EVERY_S (SearchIndex.owe_merge):
+        # an append each few ms would otherwise read the structure after each.
+        self.store.search_index.measure_if_due()
         if self.store.search_index.merge_due:
             # Before the build's next chunk: each chunk owes merging (several leaves
             # per level), and left to pile up the build's segments would meet FTS5's
