@@ -112,3 +112,43 @@ def test_reconcile_pace() -> None:
     assert pace(300.0) == 1500.0  # 20,000 files: every 25 minutes
     assert pace(2.0, configured=2.0) == 2.0
     assert pace(300.0, configured=3600.0) == 3600.0
+
+
+def _marks(dirty: watch.DirtySet, wait_s: float) -> list[set[str]]:
+    """The dirty sets taken over ``wait_s``, each as the loop would take it on waking."""
+    out: list[set[str]] = []
+    deadline = time.monotonic() + wait_s
+    while (left := deadline - time.monotonic()) > 0:
+        if dirty.wakeup.wait(left):
+            out.append(dirty.take()[0])
+    return out
+
+
+def test_a_write_wakes_the_loop_once_and_a_close_alone_still_does(tmp_path: Path) -> None:
+    """Real inotify: an append (open, write, close) is one mark, not a second for its
+    close; bytes written through a mapping tell no modify, so their close marks."""
+    import mmap
+
+    root = tmp_path / "projects"
+    root.mkdir()
+    f = root / "a.jsonl"
+    f.write_bytes(b"{}\n" * 4)
+    dirty = watch.DirtySet()
+    w = watch.Watcher({"claude-code": root}, dirty)
+    try:
+        w.start()
+        assert w.modes[str(root)] == "inotify"
+        time.sleep(0.2)
+        dirty.take()
+        with f.open("ab") as fh:
+            fh.write(b"{}\n")
+            fh.flush()
+            first = _marks(dirty, 0.3)  # the modify, while the file is still open
+        assert first == [{str(f)}]
+        assert _marks(dirty, 0.5) == []  # its close: nothing more
+        with f.open("r+b") as fh, mmap.mmap(fh.fileno(), 0) as m:
+            m[0:2] = b"[]"
+            m.flush()
+        assert _marks(dirty, 0.5) == [{str(f)}]  # no modify: the close
+    finally:
+        w.stop()

@@ -56,6 +56,8 @@ EVENT_FILTER = [
     DirMovedEvent,
 ]
 POLL_INTERVAL_S = 2.0
+# Files whose modify was seen and whose close was not yet (see _Handler), at most.
+MODIFIED_REMEMBERED = 1024
 # watchdog's inotify logger and the start of its record for an IN_Q_OVERFLOW.
 INOTIFY_LOGGER = "watchdog.observers.inotify_c"
 OVERFLOW_MESSAGE = "Inotify queue overflowed"
@@ -117,8 +119,17 @@ class OverflowHook(logging.Handler):
 
 
 class _Handler(FileSystemEventHandler):
+    """Marks the paths an event may mean news for. A write is told twice: its modify
+    (each write() after its bytes are in) and its file's close. A close right after the
+    file's modify says nothing the modify did not (and woke the loop for a second round
+    of every append); a close alone (bytes written through a mapping, which tells no
+    modify) still marks the file. One thread per observer calls it."""
+
     def __init__(self, dirty: DirtySet) -> None:
         self.dirty = dirty
+        # Paths whose last event was a modify (emptied by their close, so it holds the
+        # files being written now).
+        self._modified: set[str] = set()
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         src = event.src_path if isinstance(event.src_path, str) else event.src_path.decode()
@@ -127,8 +138,17 @@ class _Handler(FileSystemEventHandler):
                 dest = getattr(event, "dest_path", "") or src
                 self.dirty.mark_dir(dest if isinstance(dest, str) else dest.decode())
             return
-        if event.event_type == "closed_no_write" or event.event_type == "opened":
+        kind = event.event_type
+        if kind == "closed_no_write" or kind == "opened":
             return
+        if kind == "modified":
+            if len(self._modified) >= MODIFIED_REMEMBERED:
+                self._modified.clear()  # a polling observer tells no closes: kept bounded
+            self._modified.add(src)
+        elif src in self._modified:
+            self._modified.discard(src)
+            if kind == "closed":
+                return  # marked by its modify
         self.dirty.mark(src)
         dest = getattr(event, "dest_path", "")
         if dest:
