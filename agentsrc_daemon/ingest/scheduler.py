@@ -35,6 +35,10 @@ from .workers import BackfillScheduler, WorkerRound
 log = structlog.get_logger("agentsrc.daemon")
 
 FILE_BUDGET_BYTES = 4 << 20  # per file per round: large files do not starve small ones
+# Appends are committed together (one commit's fixed cost, about 0.5 ms, shared), but
+# after this long reading them the ones read are committed and published while the rest
+# are read: twenty files written in the same millisecond do not all wait for the last.
+LIVE_BATCH_S = 0.002
 
 
 @dataclass
@@ -47,6 +51,7 @@ class _Round:
     carry: Batch | None  # the backfill batch an earlier round left for after the appends
     budget: int = FILE_BUDGET_BYTES  # a backfill round's bytes
     max_events: int = 0  # a batch's events
+    opened: float = 0.0  # when the batch's first file was read (on the scheduler's clock)
 
 
 class RoundScheduler:
@@ -119,7 +124,8 @@ class RoundScheduler:
         ingestor = self.ingestor()
         with self.timer.step("begin_round"):
             self.backfill.begin_round(self.queue.pending, self.backlog_bytes, ingestor)
-        r = _Round(Batch(), self._deadline(), self.queue.take_urgent(), self.carry)
+        r = _Round(Batch(), self._deadline(), self.queue.take_urgent(), self.carry,
+                   opened=self.clock())
         self.carry = None
         if r.carry is not None and not r.urgent.isdisjoint(r.carry.cursors):
             # An appended file whose backfill events are not committed yet: its cursor
@@ -145,6 +151,7 @@ class RoundScheduler:
         committed = self.committer.commit(r.batch, what)
         r.batch = Batch()
         r.deadline = self._deadline()
+        r.opened = self.clock()
         return committed
 
     def _visit(self, r: _Round, path: str, ingestor: Ingestor) -> bool:
@@ -186,7 +193,11 @@ class RoundScheduler:
             self.queue.retry_later(path, spec, rnd.retry_after)
             return True
         self.account(path, rnd)
-        if r.urgent or (len(r.batch.events) < r.max_events and self.clock() < r.deadline):
+        if r.urgent:
+            if self.clock() - r.opened < LIVE_BATCH_S or self.stopping.is_set():
+                return True
+            return self._commit_batch(r, "appends")  # then the round reads on
+        if len(r.batch.events) < r.max_events and self.clock() < r.deadline:
             return True
         if self.appends_wait() and not self.stopping.is_set():
             return False  # committed after the appends (the end of this round)
