@@ -614,21 +614,24 @@ def bench_latency(args: argparse.Namespace) -> None:
         for i in range(args.runs):
             for code in codes if i % 2 == 0 else codes[::-1]:
                 name = "baseline" if code is not None else "this tree"
-                p50, p99 = _latency_run(args, home, datas.get(code), code,
-                                        f"{i}{'b' if code else 't'}", name)
-                results.setdefault(name, []).extend([p50, p99])
+                p50, p99, cpu = _latency_run(args, home, datas.get(code), code,
+                                             f"{i}{'b' if code else 't'}", name)
+                results.setdefault(name, []).extend([p50, p99, cpu])
     finally:
         shutil.rmtree(base, ignore_errors=True)
         for data in datas.values():
             shutil.rmtree(data, ignore_errors=True)
     if args.runs > 1 or args.baseline:
         for name, figs in results.items():
-            print(f"  {name}: median of {len(figs) // 2} runs: p50 "
-                  f"{statistics.median(figs[0::2]):.1f} ms, p99 {statistics.median(figs[1::2]):.1f} ms")
+            print(f"  {name}: median of {len(figs) // 3} runs: p50 "
+                  f"{statistics.median(figs[0::3]):.1f} ms, p99 {statistics.median(figs[1::3]):.1f} ms,"
+                  f" daemon CPU {statistics.median(figs[2::3]):.0f} µs per append")
 
 
 def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: Path | None,
-                 tag: str, name: str) -> tuple[float, float]:
+                 tag: str, name: str) -> tuple[float, float, float]:
+    """One run: the p50 and p99 in ms, and the daemon's CPU per append in µs (all its
+    threads, over the appends: what a burst costs it, whatever else the machine runs)."""
     proj = home / ".claude" / "projects" / f"-bench-latency-{os.getpid()}-{tag}"
     proj.mkdir(parents=True)
     files = [proj / f"{i:08d}-0000-0000-0000-000000000000.jsonl" for i in range(args.files)]
@@ -647,6 +650,7 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
     during_backfill = 0
     live_events = 0
     steps = ""
+    cpu = 0.0
     try:
         d.start()
         if args.backfill_copies and not args.bigstore:
@@ -710,11 +714,14 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
 
         threads = [threading.Thread(target=writer, args=(i, f)) for i, f in enumerate(files)]
         appends_from = time.time()
+        assert d.proc is not None
+        cpu_from = _task_cpu(d.proc.pid)
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         done.wait(30)
+        cpu = (_task_cpu(d.proc.pid) - cpu_from) / expected * 1e6
         steps = d.slow_steps(since=appends_from)
     finally:
         d.stop()
@@ -731,11 +738,12 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
                 f" (still catching up at the last: {'yes' if during_backfill else 'no'})")
     print(
         f"latency append -> subscriber ({name}), {args.files} files appended concurrently, {n} events"
-        f"{load}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+        f"{load}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms,"
+        f" daemon CPU {cpu:.0f} µs per append"
     )
     if steps:
         print(f"  loop steps over {args.slow_step_ms:g} ms while appending: {steps}")
-    return p50, p99
+    return p50, p99, cpu
 
 
 def wait_for_events(d: Daemon, n: int) -> None:
