@@ -23,7 +23,7 @@ from agentsrc_daemon.ingest.priority import LivePriority
 from agentsrc_daemon.ingest.progress import Backlog, Progress
 from agentsrc_daemon.ingest.queue import SourceQueue
 from agentsrc_daemon.ingest.round import Ingestor
-from agentsrc_daemon.ingest.scheduler import FILE_BUDGET_BYTES, RoundScheduler
+from agentsrc_daemon.ingest.scheduler import FILE_BUDGET_BYTES, LIVE_BATCH_S, RoundScheduler
 from agentsrc_daemon.ingest.status import StatusBoard
 from agentsrc_daemon.ingest.steps import StepTimer
 from agentsrc_daemon.rpc.transport import Hub
@@ -179,6 +179,28 @@ def test_appends_are_committed_on_their_own_before_the_backfill(
     assert parts.commits == [("appends", 4 * 3 - 1), ("backfill", 5 * 3 - 1)]
     assert parts.prompts() == ["bb"] * 4 + ["aa"] * 5
     assert not parts.scheduler.has_work()
+
+
+def test_appends_read_for_long_are_committed_while_the_round_reads_on(
+    parts: Parts, tmp_path: Path
+) -> None:
+    """Files appended at once are committed together, but once LIVE_BATCH_S went by
+    reading them the ones read are committed (and published) before the next is read."""
+    home = tmp_path / "home"
+    paths = [transcript(home, sid, 1) for sid in (SID_A, SID_B, "cc" + SID_A[2:])]
+    parts.queue.reconcile(parts.ingestor, parts.progress)
+    ingest = parts.ingestor.ingest
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        parts.clock.now += LIVE_BATCH_S * 0.75  # each file takes three quarters of it
+        return ingest(*args, **kwargs)
+
+    parts.ingestor.ingest = slow  # type: ignore[method-assign]
+    parts.scheduler.appended({str(p) for p in paths})
+    parts.scheduler.run_round()
+    # The first two read in 1.5 windows: committed; the third at the round's end.
+    assert parts.commits == [("appends", 2 * 2), ("appends", 2)]
+    assert sorted(parts.prompts()) == ["aa", "bb", "cc"]
 
 
 def test_a_backfill_batch_is_carried_past_appends_that_came_in(
