@@ -17,19 +17,17 @@ found files are stat'ed instead on every ``poll`` (the loop's root check: every 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import os
 import select
-import struct
 import threading
 from collections.abc import Iterable
 
 import structlog
 
-from . import sources
-from .watch import DirtySet
+from . import inotify, sources
+from .dirty import DirtySet
+from .inotify import GONE, IN_Q_OVERFLOW
 
 log = structlog.get_logger("agentsrc.watch")
 
@@ -39,34 +37,6 @@ WATCHED_NAMES = frozenset({
     *(name for names in sources.COMPANIONS.values() for name in names.values()),
     "crush.db", "crush.db-wal",
 })
-
-IN_MODIFY = 0x00000002
-IN_CLOSE_WRITE = 0x00000008
-IN_MOVED_FROM = 0x00000040
-IN_MOVED_TO = 0x00000080
-IN_CREATE = 0x00000100
-IN_DELETE = 0x00000200
-IN_DELETE_SELF = 0x00000400
-IN_MOVE_SELF = 0x00000800
-IN_Q_OVERFLOW = 0x00004000
-IN_IGNORED = 0x00008000
-IN_ONLYDIR = 0x01000000
-IN_DONT_FOLLOW = 0x02000000
-IN_CLOEXEC = 0o2000000
-IN_NONBLOCK = 0o4000
-MASK = (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-        | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
-GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED
-_EVENT = struct.Struct("iIII")
-
-
-def _libc() -> ctypes.CDLL | None:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.inotify_init1  # noqa: B018 - present on Linux only
-    except (OSError, AttributeError):
-        return None
-    return libc
 
 
 class DirWatch:
@@ -81,7 +51,7 @@ class DirWatch:
         self._files: set[str] = set()  # the found files (polled without inotify)
         self._stats: dict[str, tuple[int, int, int]] = {}
         self._fd: int | None = None
-        self._libc = _libc()
+        self._libc = inotify.libc()
         self._stop_r, self._stop_w = os.pipe()
         self._thread: threading.Thread | None = None
 
@@ -108,10 +78,10 @@ class DirWatch:
     def _start(self) -> None:
         if self._libc is None:
             return
-        fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        if fd < 0:
-            err = ctypes.get_errno()
-            log.warning("project_watch_polling", error=os.strerror(err),
+        try:
+            fd = inotify.init(self._libc)
+        except OSError as exc:
+            log.warning("project_watch_polling", error=exc.strerror,
                         fix="sudo sysctl fs.inotify.max_user_instances=1024")
             return
         self._fd = fd
@@ -122,11 +92,11 @@ class DirWatch:
 
     def _add(self, directory: str) -> None:
         assert self._fd is not None and self._libc is not None
-        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), MASK)
-        if wd < 0:
-            err = ctypes.get_errno()
-            if err in (errno.ENOSPC, errno.EMFILE):
-                log.warning("project_watch_polling", directory=directory, error=os.strerror(err),
+        try:
+            wd = inotify.add_watch(self._libc, self._fd, directory)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EMFILE):
+                log.warning("project_watch_polling", directory=directory, error=exc.strerror,
                             fix="sudo sysctl fs.inotify.max_user_watches=524288")
                 self.mode = "polling"
             return  # gone already (ENOENT): the next scan drops it
@@ -160,11 +130,7 @@ class DirWatch:
             self._events(data)
 
     def _events(self, data: bytes) -> None:
-        at = 0
-        while at + _EVENT.size <= len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, at)
-            name = data[at + _EVENT.size : at + _EVENT.size + length].rstrip(b"\0")
-            at += _EVENT.size + length
+        for wd, mask, base in inotify.events(data):
             if mask & IN_Q_OVERFLOW:
                 self.dirty.request_reconcile()
                 continue
@@ -178,7 +144,6 @@ class DirWatch:
                 for f in files:  # the folder went away: its files are gone
                     self.dirty.mark(f)
                 continue
-            base = os.fsdecode(name)
             if base in WATCHED_NAMES:
                 self.dirty.mark(os.path.join(directory, base))
 
