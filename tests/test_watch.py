@@ -1,29 +1,32 @@
-"""The watcher's fallback when inotify is exhausted.
+"""The watcher: its own inotify tree (real inotify), and its fallback when inotify is
+exhausted.
 
 Running out of inotify watches for real means lowering fs.inotify.max_user_watches,
 a system-wide setting that would break every other program on the test machine; so
-here the observer's schedule() raises the ENOSPC the kernel would give, and the rest
+here the inotify tree's add() raises the ENOSPC the kernel would give, and the rest
 (the polling observer, the warning, file events) is real."""
 
 from __future__ import annotations
 
 import errno
+import struct
 import time
 from pathlib import Path
 
 import pytest
-from watchdog.observers.api import BaseObserver
 
-from agentsrc_daemon.ingest import watch
+from agentsrc_daemon.config import WatchPoint
+from agentsrc_daemon.ingest import inotify, watch, watchdog_observer
+from agentsrc_daemon.ingest.tree_watch import InotifyTree
 
 
 def test_enospc_falls_back_to_polling_and_still_sees_appends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def exhausted(self: BaseObserver, *args: object, **kwargs: object) -> None:
-        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+    def exhausted(self: InotifyTree, root: str, recursive: bool) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")  # the kernel's answer
 
-    monkeypatch.setattr(watch.Observer, "schedule", exhausted)
+    monkeypatch.setattr(InotifyTree, "add", exhausted)
     root = tmp_path / "projects"
     root.mkdir()
     dirty = watch.DirtySet()
@@ -68,36 +71,103 @@ def test_missing_root_is_watched_when_it_appears(tmp_path: Path) -> None:
 
 def test_watchdog_still_logs_an_overflow_as_the_hook_expects() -> None:
     """The hook matches watchdog's own log record; a watchdog that words it otherwise
-    fails here, not silently in production."""
+    fails here, not silently where watchdog watches (another system, or polling)."""
     import inspect
 
     import watchdog.observers.inotify_c as inotify_c
 
-    assert inotify_c.__name__ == watch.INOTIFY_LOGGER
-    assert f'"{watch.OVERFLOW_MESSAGE}; filesystem events were lost"' in inspect.getsource(
-        inotify_c)
+    assert inotify_c.__name__ == watchdog_observer.INOTIFY_LOGGER
+    assert f'"{watchdog_observer.OVERFLOW_MESSAGE}; filesystem events were lost"' in (
+        inspect.getsource(inotify_c))
 
 
-def test_an_overflow_record_asks_for_a_reconcile(tmp_path: Path) -> None:
+def test_an_overflow_record_asks_for_a_reconcile() -> None:
     import logging
 
     dirty = watch.DirtySet()
-    w = watch.Watcher({"claude-code": tmp_path}, dirty)
-    w.start()
+    hook = watchdog_observer.overflow_hook(dirty)
+    logger = logging.getLogger(watchdog_observer.INOTIFY_LOGGER)
     try:
         assert dirty.take_reconcile_request() is False
-        logging.getLogger(watch.INOTIFY_LOGGER).warning("Some other warning")
+        logger.warning("Some other warning")
         assert dirty.take_reconcile_request() is False
-        logging.getLogger(watch.INOTIFY_LOGGER).warning(
-            "Inotify queue overflowed; filesystem events were lost")
+        logger.warning("Inotify queue overflowed; filesystem events were lost")
         assert dirty.wakeup.is_set()
         assert dirty.take_reconcile_request() is True
         assert dirty.take_reconcile_request() is False  # once per request
     finally:
-        w.stop()
-    logging.getLogger(watch.INOTIFY_LOGGER).warning(
-        "Inotify queue overflowed; filesystem events were lost")
+        watchdog_observer.remove_overflow_hook(hook)
+    logger.warning("Inotify queue overflowed; filesystem events were lost")
     assert dirty.take_reconcile_request() is False  # the hook left with the watcher
+
+
+def test_the_kernels_overflow_record_asks_for_a_reconcile(tmp_path: Path) -> None:
+    """The roots' own inotify reader: the record the kernel queues when its queue
+    overflowed (watch descriptor -1, IN_Q_OVERFLOW, no name) asks for a reconcile."""
+    dirty = watch.DirtySet()
+    tree = InotifyTree(dirty)
+    try:
+        tree._events(struct.pack("iIII", -1, inotify.IN_Q_OVERFLOW, 0, 0))
+        assert dirty.take_reconcile_request() is True
+    finally:
+        tree.stop()
+
+
+def test_the_tree_follows_directories_made_moved_and_removed(tmp_path: Path) -> None:
+    """Real inotify, one instance for every root: a directory made in a recursive root
+    is watched (a file written in it later is marked) and marked for a scan; one moved
+    in is watched under its new name and one moved out or removed is dropped; a plain
+    root's new directory is marked for a scan, not watched."""
+    deep, flat = tmp_path / "deep", tmp_path / "flat"
+    (deep / "a" / "b").mkdir(parents=True)
+    flat.mkdir()
+    outside = tmp_path / "outside"
+    (outside / "c").mkdir(parents=True)
+    dirty = watch.DirtySet()
+    w = watch.Watcher([WatchPoint("codex", deep), WatchPoint("gemini", flat, recursive=False)],
+                      dirty)
+    try:
+        w.start()
+        assert w.tree is not None and w.modes == {str(deep): "inotify", str(flat): "inotify"}
+        assert w.tree.watched() == 4  # deep, deep/a, deep/a/b, flat
+        made = deep / "a" / "new"
+        made.mkdir()
+        _settle(dirty)
+        assert dirty.take() == (set(), {str(made)})
+        (made / "x.jsonl").write_bytes(b"{}\n")
+        assert _took(dirty) == {str(made / "x.jsonl")}
+        (outside / "c").rename(deep / "moved")
+        _settle(dirty)
+        assert dirty.take() == (set(), {str(deep / "moved")})
+        (deep / "moved" / "y.jsonl").write_bytes(b"{}\n")
+        assert _took(dirty) == {str(deep / "moved" / "y.jsonl")}
+        (deep / "a" / "b").rename(outside / "b")
+        made.joinpath("x.jsonl").unlink()
+        _took(dirty)
+        made.rmdir()
+        _settle(dirty)
+        dirty.take()
+        (outside / "b" / "z.jsonl").write_bytes(b"{}\n")  # moved out: not watched
+        assert _took(dirty) == set()
+        assert w.tree.watched() == 4  # deep, deep/a, deep/moved, flat
+        (flat / "sub").mkdir()
+        _settle(dirty)
+        assert dirty.take() == (set(), {str(flat / "sub")})
+        (flat / "sub" / "w.jsonl").write_bytes(b"{}\n")
+        assert _took(dirty) == set()  # a plain root's subdirectory: the scans find it
+    finally:
+        w.stop()
+
+
+def _settle(dirty: watch.DirtySet) -> None:
+    """Until the events of what was just done are in (they come in the same burst)."""
+    dirty.wakeup.wait(2)
+    time.sleep(0.2)
+
+
+def _took(dirty: watch.DirtySet) -> set[str]:
+    _settle(dirty)
+    return dirty.take()[0]
 
 
 def test_reconcile_pace() -> None:
