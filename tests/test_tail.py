@@ -15,13 +15,18 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.ingest import tail
+from agentsrc_daemon.ingest.fingerprint import HeadCache
 
 
-def read_all(path: Path, cursor: Cursor, budget: int = 1 << 20, max_line: int = 1 << 20):
+def read_all(
+    path: Path, cursor: Cursor, budget: int = 1 << 20, max_line: int = 1 << 20,
+    heads: HeadCache | None = None,
+):
     got: list[tail.Line] = []
     while True:
         res = tail.read_new_lines(
-            str(path), cursor, got.append, budget_bytes=budget, max_line_bytes=max_line
+            str(path), cursor, got.append, budget_bytes=budget, max_line_bytes=max_line,
+            heads=heads,
         )
         if not res.more:
             return got, res
@@ -213,7 +218,9 @@ line_payloads = st.dictionaries(
 class TailMachine(RuleBasedStateMachine):
     """The model: the file's bytes. After every read, the lines delivered since the
     file's last reset are exactly the complete, valid lines of the file, each once, at
-    their offsets; across resets, identical (offset, bytes) are recognisable by key."""
+    their offsets; across resets, identical (offset, bytes) are recognisable by key.
+    A twin cursor reads the same file with the heads kept (fingerprint.HeadCache): its
+    lines, resets and cursor are the same as the one that hashes every head."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -224,6 +231,8 @@ class TailMachine(RuleBasedStateMachine):
         self.path.write_bytes(b"")
         self.content = b""
         self.cursor = Cursor(str(self.path), "codex", "jsonl")
+        self.twin = Cursor(str(self.path), "codex", "jsonl")
+        self.heads = HeadCache(size=2)
         self.delivered: dict[tuple[int, int], int] = {}  # (offset, crc) -> count since reset
         self.max_line = 200
         # The file changed after the last read: the cursor cannot know yet, even when the
@@ -288,15 +297,35 @@ class TailMachine(RuleBasedStateMachine):
         os.replace(tmp, self.path)
         self.changed_since_read = True
 
+    @rule(at=st.integers(0, 300), byte=st.sampled_from([b"{", b"x", b" ", b"\n"]))
+    def rewrite_in_place(self, at: int, byte: bytes) -> None:
+        """One byte of what was read overwritten, the size unchanged: only the head's
+        bytes can tell (within its first 4 KiB)."""
+        if at >= len(self.content):
+            return
+        with self.path.open("r+b") as fh:
+            fh.seek(at)
+            fh.write(byte)
+        self.content = self.content[:at] + byte + self.content[at + 1 :]
+        self.changed_since_read = True
+
     @rule()
     def restart(self) -> None:
         self.cursor = roundtrip(self.cursor)
+        self.twin = roundtrip(self.twin)
 
     @precondition(lambda self: True)
     @rule()
     def read(self) -> None:
         gen = self.cursor.generation
         got, res = read_all(self.path, self.cursor, budget=64, max_line=self.max_line)
+        twin_got, twin_res = read_all(self.path, self.twin, budget=64, max_line=self.max_line,
+                                      heads=self.heads)
+        assert [(ln.offset, ln.crc, ln.obj) for ln in twin_got] == [
+            (ln.offset, ln.crc, ln.obj) for ln in got
+        ]
+        assert twin_res == res
+        assert self.twin == self.cursor
         self.changed_since_read = False
         if self.cursor.generation != gen:
             self.delivered = {}

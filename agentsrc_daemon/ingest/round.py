@@ -217,6 +217,9 @@ class Ingestor:
     # (their state in memory is ahead of the store's): see ``committed``.
     kept: OrderedDict[str, None] = field(default_factory=OrderedDict)
     uncommitted: set[str] = field(default_factory=set)
+    # The heads of the files read last, so a read checks its file's identity without
+    # hashing its head again (fingerprint.HeadCache).
+    heads: fingerprint.HeadCache = field(default_factory=lambda: fingerprint.HeadCache(KEPT_STATES))
 
     def take_over(self, old: Ingestor) -> None:
         """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
@@ -225,6 +228,7 @@ class Ingestor:
         self.kept, self.uncommitted = old.kept, old.uncommitted
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
+        self.heads = old.heads
 
     def restore(self, path: str, cursor: Cursor | None) -> None:
         """Back to a committed cursor (None: nothing committed) after a commit of this
@@ -434,6 +438,7 @@ class Ingestor:
             defer_big_lines=self.defer_big_lines,
             stop=stop,
             final_line=final_lines(adapter),
+            heads=self.heads,
         )
         rnd.deferred = result.deferred
         rnd.reset = result.reset
