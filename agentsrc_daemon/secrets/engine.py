@@ -522,6 +522,8 @@ class SecretScanner:
     def _finalize(self, text: str, hits: list[_Hit]) -> list[Finding]:
         """Hits to Findings: values widened where detect-secrets reports a fragment of the
         secret (see _widen), de-duplicated, sorted, hashed."""
+        if not hits:
+            return []  # nearly every text
         if self.widen_values:
             hits = [wide for hit in hits for wide in self._widen(text, hit)]
         seen: set[tuple[str, int, str]] = set()
@@ -566,10 +568,12 @@ class SecretScanner:
         '\n', then detect-secrets on each selected line with the selected plugins."""
         self._ensure_settings()
         combined = texts[0] if len(texts) == 1 else "\n".join(texts)
-        bases = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
         views = make_views(combined)
         candidates = self._prefilter.candidates(views)
         out: list[list[_Hit]] = [[] for _ in texts]
+        if not candidates:
+            return out  # no line could make a plugin fire (most rounds)
+        bases = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
         data, has_cr = views.exact, views.has_cr
         current, base, line_no, counted_to = -1, 0, 1, 0
         for start in sorted(candidates):

@@ -93,6 +93,8 @@ class SecretStage:
             if ev.contents or ev.kind in (TOOL_RESULT, TOOL_CALL):
                 jobs.extend(self._content_jobs(ev))
             jobs.extend(self._stored_jobs(ev))
+        if not jobs:
+            return extra
         # One engine call for all the texts of this round: per-call overhead dominates
         # small texts. Huge texts go in slices (bounded memory).
         small = [j for j in jobs if len(j.text) <= SLICE_CHARS]
