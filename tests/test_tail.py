@@ -16,17 +16,18 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.ingest import tail
 from agentsrc_daemon.ingest.fingerprint import HeadCache
+from agentsrc_daemon.ingest.open_files import OpenFiles
 
 
 def read_all(
     path: Path, cursor: Cursor, budget: int = 1 << 20, max_line: int = 1 << 20,
-    heads: HeadCache | None = None,
+    heads: HeadCache | None = None, files: OpenFiles | None = None,
 ):
     got: list[tail.Line] = []
     while True:
         res = tail.read_new_lines(
             str(path), cursor, got.append, budget_bytes=budget, max_line_bytes=max_line,
-            heads=heads,
+            heads=heads, files=files,
         )
         if not res.more:
             return got, res
@@ -219,8 +220,9 @@ class TailMachine(RuleBasedStateMachine):
     """The model: the file's bytes. After every read, the lines delivered since the
     file's last reset are exactly the complete, valid lines of the file, each once, at
     their offsets; across resets, identical (offset, bytes) are recognisable by key.
-    A twin cursor reads the same file with the heads kept (fingerprint.HeadCache): its
-    lines, resets and cursor are the same as the one that hashes every head."""
+    A twin cursor reads the same file with the heads kept (fingerprint.HeadCache) and
+    the file kept open (open_files.OpenFiles): its lines, resets and cursor are the same
+    as the one that opens the file and hashes its head at every read."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -233,6 +235,7 @@ class TailMachine(RuleBasedStateMachine):
         self.cursor = Cursor(str(self.path), "codex", "jsonl")
         self.twin = Cursor(str(self.path), "codex", "jsonl")
         self.heads = HeadCache(size=2)
+        self.files = OpenFiles(size=1)
         self.delivered: dict[tuple[int, int], int] = {}  # (offset, crc) -> count since reset
         self.max_line = 200
         # The file changed after the last read: the cursor cannot know yet, even when the
@@ -320,7 +323,7 @@ class TailMachine(RuleBasedStateMachine):
         gen = self.cursor.generation
         got, res = read_all(self.path, self.cursor, budget=64, max_line=self.max_line)
         twin_got, twin_res = read_all(self.path, self.twin, budget=64, max_line=self.max_line,
-                                      heads=self.heads)
+                                      heads=self.heads, files=self.files)
         assert [(ln.offset, ln.crc, ln.obj) for ln in twin_got] == [
             (ln.offset, ln.crc, ln.obj) for ln in got
         ]
@@ -348,6 +351,8 @@ class TailMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         import shutil
+
+        self.files.close()
 
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -79,6 +79,7 @@ from .agent_db import AgentDB
 from .cursor_db import CursorChatDB
 from .db_schemas import SCHEMAS
 from .folders import resolve_encoded
+from .open_files import OpenFiles
 
 log = structlog.get_logger("agentsrc.ingest")
 
@@ -220,6 +221,9 @@ class Ingestor:
     # The heads of the files read last, so a read checks its file's identity without
     # hashing its head again (fingerprint.HeadCache).
     heads: fingerprint.HeadCache = field(default_factory=lambda: fingerprint.HeadCache(KEPT_STATES))
+    # The files read last, kept open: a live append's round stats its file's path
+    # instead of opening, checking and closing it (open_files.py).
+    files: OpenFiles = field(default_factory=lambda: OpenFiles(KEPT_STATES))
 
     def take_over(self, old: Ingestor) -> None:
         """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
@@ -228,7 +232,8 @@ class Ingestor:
         self.kept, self.uncommitted = old.kept, old.uncommitted
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
-        self.heads = old.heads
+        self.heads, self.files = old.heads, old.files
+        old.files = OpenFiles(0)  # handed over: the old ingestor closes none of them
 
     def restore(self, path: str, cursor: Cursor | None) -> None:
         """Back to a committed cursor (None: nothing committed) after a commit of this
@@ -245,6 +250,7 @@ class Ingestor:
             db.close()
         self.readers.clear()
         self.caught_up.clear()
+        self.files.close()
 
     def known_cursor(self, path: str) -> Cursor | None:
         """The path's cursor: the one in memory, or a gone file's fetched from the store
@@ -439,6 +445,7 @@ class Ingestor:
             stop=stop,
             final_line=final_lines(adapter),
             heads=self.heads,
+            files=self.files,
         )
         rnd.deferred = result.deferred
         rnd.reset = result.reset

@@ -36,9 +36,9 @@ from .. import framing
 from ..cursor import Cursor
 from . import bigline
 from .fingerprint import HeadCache, identity_change, refresh_head, reset_cursor
+from .open_files import NOT_REGULAR, OpenFiles
 
 CHUNK_BYTES = 1 << 20
-SMALL_READ_BYTES = 64 << 10  # a read past the stat's size asks for this much at most
 BIG_LINE_BYTES = 4 << 20  # lines over this are released from the buffer before parsing
 GIANT_STRING_BYTES = bigline.GIANT_STRING_BYTES  # a big line's strings held once (bigline.py)
 
@@ -132,21 +132,23 @@ def read_new_lines(
     stop: Callable[[], bool] | None = None,
     final_line: bool = False,
     heads: HeadCache | None = None,
+    files: OpenFiles | None = None,
 ) -> ReadResult:
     """Read complete lines after ``cursor.offset``, call ``on_line`` for each decoded
     object, and advance the cursor (in memory; the caller commits it with the events).
-    Reads at most about ``budget_bytes`` (always finishing at least one line); ends
-    early, after a line, once ``stop()`` says so (an append waits: see daemon._work).
-    ``heads``: the files' heads kept between reads (fingerprint.HeadCache)."""
+    Reads at most about ``budget_bytes`` (always finishing at least one line), and no
+    further than the file's size when it was stat'ed (bytes written since are the next
+    read's); ends early, after a line, once ``stop()`` says so (an append waits: see
+    daemon._work). ``heads``: the files' heads kept between reads
+    (fingerprint.HeadCache); ``files``: the files kept open between reads (open_files)."""
     result = ReadResult()
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd, st, owned = _open(path, files)
     except FileNotFoundError:
         result.gone = True
         return result
     try:
-        st = os.fstat(fd)
-        if not stat_mod.S_ISREG(st.st_mode):
+        if fd == NOT_REGULAR or not stat_mod.S_ISREG(st.st_mode):
             result.gone = True
             return result
         reason = identity_change(cursor, st, fd, heads)
@@ -173,8 +175,22 @@ def read_new_lines(
         ).run()
         refresh_head(fd, cursor, heads)
     finally:
-        os.close(fd)
+        if owned:
+            os.close(fd)
     return result
+
+
+def _open(path: str, files: OpenFiles | None) -> tuple[int, os.stat_result, bool]:
+    """The file open for reading, its stat, and whether the caller closes it."""
+    if files is not None:
+        fd, st = files.open(path)
+        return fd, st, False
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return fd, os.fstat(fd), True
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 @dataclass(slots=True)
@@ -256,11 +272,12 @@ class _LineReader:
         # appends wait, see ingest/priority.py) parses about that much, not a chunk.
         want = min(CHUNK_BYTES, max(self.budget, 1))
         while not (self.line_consumed and self.read_total >= self.budget):
-            # No more than the stat said is left (or a small piece past it, the file
-            # may have grown since): a 1 MiB buffer cut down to a 300-byte append cost
-            # 14 us (its pages unmapped), a read of what is there under 1 us.
-            piece = min(want, max(self.size - self.window.end, SMALL_READ_BYTES))
-            chunk = os.pread(self.fd, piece, self.window.end)
+            # No more than the stat said is left: a 1 MiB buffer cut down to a 300-byte
+            # append cost 14 us (its pages unmapped), and the stat's size is the end
+            # (one read and no second one to find it: what was written since is the
+            # next round's, its write has woken the loop again).
+            left = self.size - self.window.end
+            chunk = os.pread(self.fd, min(want, left), self.window.end) if left > 0 else b""
             if not chunk:
                 if self.final_line and not self.cursor.skipping:
                     self._take_final_line()
