@@ -492,8 +492,9 @@ class Ingestor:
             batch.sessions.append(rec)
             if not rec.weak:
                 sessions_seen.add(rec.session_id)
-            if rec.cwd and self.project_root_for is not None:
-                batch.project_roots.setdefault(rec.session_id, self.project_root_for(rec.cwd))
+            if (rec.cwd and self.project_root_for is not None
+                    and rec.session_id not in batch.project_roots):  # the first one stays
+                batch.project_roots[rec.session_id] = self.project_root_for(rec.cwd)
         elif isinstance(rec, TurnFacts):
             batch.turns.append(rec)
         elif isinstance(rec, Drift):
@@ -524,7 +525,8 @@ class Ingestor:
             # Derivation and scanning are done: drop what must never be stored, now,
             # rather than holding full tool outputs until the batch commits.
             ev.input = None
-            ev.contents = []
+            if ev.contents:
+                ev.contents = []
             ev.spill_path = None
         batch.events.extend(produced)
         for sid in sessions_seen:

@@ -322,6 +322,8 @@ class _LineReader:
                     self.result.more = True
                     return False
                 continue
+            if nl < 0 and len(window.data) - window.start <= self.max_line:
+                break  # framing's NeedMore: a partial line (or nothing) is left
             framed = framing.next_line(window.data, window.start, self.max_line)
             match framed:
                 case framing.Line():
@@ -362,7 +364,7 @@ class _LineReader:
 
     def _take_line(self, start: int, end: int, *, over_cap: bool) -> None:
         """The line ``window.data[start:end]``: decoded (or counted) and consumed."""
-        line_offset = self.window.at(start)
+        line_offset = self.window.base + start
         obj = None
         crc = 0
         if self.final_line and start == end and line_offset == self.first_offset:
@@ -378,7 +380,7 @@ class _LineReader:
             raw.release()  # the window cannot be resized while a view of it exists
         self.cursor.lines += 1
         self.line_consumed = True
-        self._consume_to(self.window.at(end + 1))
+        self._consume_to(line_offset - start + end + 1)
         if self.window.start > BIG_LINE_BYTES:
             # A very long line: drop its bytes before the adapter sees the decoded
             # object, so the two are never held at once (the memory bound).

@@ -422,9 +422,10 @@ class SecretScanner:
         results: list[list[Finding]] = [[] for _ in texts]
         keys: list[bytes | None] = [None] * len(texts)
         todo: list[int] = []
+        stats = self.stats
+        stats.texts += len(texts)
         for i, text in enumerate(texts):
-            self.stats.texts += 1
-            self.stats.chars += len(text)
+            stats.chars += len(text)
             if not text:
                 continue
             if self._cache_size > 0 and len(text) >= CACHE_MIN_CHARS:
@@ -566,13 +567,13 @@ class SecretScanner:
     def _scan_fast_many(self, texts: list[str]) -> list[list[_Hit]]:
         """The fast path over several texts: prefilter passes over all of them joined by
         '\n', then detect-secrets on each selected line with the selected plugins."""
-        self._ensure_settings()
         combined = texts[0] if len(texts) == 1 else "\n".join(texts)
         views = make_views(combined)
         candidates = self._prefilter.candidates(views)
         out: list[list[_Hit]] = [[] for _ in texts]
         if not candidates:
             return out  # no line could make a plugin fire (most rounds)
+        self._ensure_settings()  # what the plugins run with (the prefilter reads none)
         bases = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
         data, has_cr = views.exact, views.has_cr
         current, base, line_no, counted_to = -1, 0, 1, 0
