@@ -281,19 +281,22 @@ class ClaudeAdapter:
         claim = _claim(native_id, source_path, state, ts, obj.get("sessionKind"))
         # Every conversation record names its cwd; the few that do not inherit it.
         cwd = _str(obj.get("cwd")) or _str(state.get("cwd"))
+        # By position (LineContext's order: ts, out, native_id, obj, record_id, turn_id,
+        # cwd, subagent_id, claim): binding keywords cost more than the constructor.
         line = LineContext(
             RULES,
             source_path,
             offset,
             state,
-            obj=obj,
-            record_id=_str(obj.get("uuid")),
-            native_id=native_id,
-            ts=ts,
-            turn_id=_turn_for(obj, source_path, state, subagent_id),
-            cwd=cwd,
-            subagent_id=subagent_id,
-            claim=claim,
+            ts,
+            None,
+            native_id,
+            obj,
+            _str(obj.get("uuid")),
+            _turn_for(obj, source_path, state, subagent_id),
+            cwd,
+            subagent_id,
+            claim,
         )
 
         out: list[Record] = []

@@ -314,7 +314,7 @@ def make_views(text: str) -> TextViews:
             if special in text:
                 text = text.replace(special, letter)
         exact = text.encode("latin-1", "replace")
-    return TextViews(exact=exact, folded=exact.lower(), has_cr=b"\r" in exact)
+    return TextViews(exact, exact.lower(), b"\r" in exact)  # by position: made for every text
 
 
 @dataclass(slots=True)
