@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsrc_daemon.adapters import claude, injected
+from agentsrc_daemon.secrets import engine
 
 # The rules as they were written before their fast paths (the oracle).
 _OPEN_TAG = re.compile(r"^<([A-Za-z][A-Za-z0-9_ -]{0,63})(?:\s[^>]*)?>")
@@ -96,3 +97,28 @@ def test_a_file_name_read_once_is_read_as_on_every_line(directory: str, name: st
     stem = base[: -len(".jsonl")] if base.endswith(".jsonl") else base
     expected = (match.group(1) if match else None), stem, bool(claude._SAFE_NAME.fullmatch(stem))
     assert claude._file_name(path) == expected
+
+
+segment = st.sampled_from(["", ".", "a", ".env", ".aws", "id_rsa", "x.pem", "**", "*", "s?",
+                           "[ab]", "secrets", ".ssh", "credentials", "é", "a b"])
+paths = st.lists(segment, max_size=6).map("/".join)
+patterns = st.one_of(
+    st.sampled_from(engine.BUILTIN_SENSITIVE_PATHS),
+    st.lists(segment, min_size=1, max_size=3).map("/".join),
+    st.lists(segment, min_size=1, max_size=3).map(lambda p: "/" + "/".join(p)),
+    st.lists(segment, min_size=1, max_size=3).map(lambda p: "~/" + "/".join(p)),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(path=paths, pattern=patterns)
+def test_a_pattern_told_apart_once_matches_as_its_glob(path: str, pattern: str) -> None:
+    segs = engine._segments(path)
+    if not segs:
+        return
+    assert engine._segments_match(segs, pattern) == engine._segments_match_glob(segs, pattern)
+
+
+def test_the_builtin_sensitive_paths_mostly_skip_the_glob() -> None:
+    kinds = [engine._pattern_kind(p)[0] for p in engine.BUILTIN_SENSITIVE_PATHS]
+    assert kinds.count(engine._GLOB) == 3  # .env.*, *.pem, *.key

@@ -258,8 +258,39 @@ def _pattern_segments(pattern: str) -> tuple[bool, tuple[str, ...]]:
     return anchored, tuple(_segments(pattern))
 
 
+_GLOB_CHARS = frozenset("*?[")
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern_kind(pattern: str) -> tuple[int, str]:
+    """The shapes most patterns have, told apart once per pattern (a new path is tested
+    against every sensitive pattern, a read of a new file at a time): (BASENAME, name)
+    for a literal file name, (INSIDE, dir) for a literal ``dir/**``, else (GLOB, "")."""
+    anchored, pats = _pattern_segments(pattern)
+    if anchored or not pats or len(pats) > 2 or _GLOB_CHARS.intersection(pats[0]):
+        return _GLOB, ""
+    if len(pats) == 1:
+        return _BASENAME, pats[0]  # fnmatchcase without a glob character: equality
+    if pats[1] == "**":
+        return _INSIDE, pats[0]
+    return _GLOB, ""
+
+
+_GLOB, _BASENAME, _INSIDE = range(3)
+
+
 def _segments_match(segs: list[str], pattern: str) -> bool:
     """path_matches on a path already split (non-empty ``segs``)."""
+    kind, name = _pattern_kind(pattern)
+    if kind == _BASENAME:
+        return segs[-1] == name
+    if kind == _INSIDE:
+        return name in segs[:-1]  # the directory, with something inside it
+    return _segments_match_glob(segs, pattern)
+
+
+def _segments_match_glob(segs: list[str], pattern: str) -> bool:
+    """_segments_match by the glob rules themselves (every pattern's reference)."""
     anchored, pats = _pattern_segments(pattern)
     if not pats:
         return False
