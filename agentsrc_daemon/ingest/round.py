@@ -526,10 +526,11 @@ class Ingestor:
         if produced and self.scan is not None:
             produced.extend(self.scan.process(produced))
         price = self.price
-        if any(ev.kind in TRANSIENT_KINDS for ev in produced):
-            # Made for the scan alone (what a model was sent): its findings are kept.
-            produced[:] = [ev for ev in produced if ev.kind not in TRANSIENT_KINDS]
+        transient = False
         for ev in produced:
+            if ev.kind in TRANSIENT_KINDS:
+                transient = True  # made for the scan alone (what a model was sent)
+                continue
             if price is not None:
                 price(ev)
             # Derivation and scanning are done: drop what must never be stored, now,
@@ -538,6 +539,8 @@ class Ingestor:
             if ev.contents:
                 ev.contents = []
             ev.spill_path = None
+        if transient:  # dropped; their findings are kept
+            produced[:] = [ev for ev in produced if ev.kind not in TRANSIENT_KINDS]
         batch.events.extend(produced)
         for sid in sessions_seen:
             batch.session_sources.add((sid, path))
