@@ -10,7 +10,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsrc_daemon.adapters import claude, injected
+from agentsrc_daemon.adapters import claude, common, injected
+from agentsrc_daemon.events import SessionFacts
 from agentsrc_daemon.secrets import engine
 
 # The rules as they were written before their fast paths (the oracle).
@@ -122,3 +123,50 @@ def test_a_pattern_told_apart_once_matches_as_its_glob(path: str, pattern: str) 
 def test_the_builtin_sensitive_paths_mostly_skip_the_glob() -> None:
     kinds = [engine._pattern_kind(p)[0] for p in engine.BUILTIN_SENSITIVE_PATHS]
     assert kinds.count(engine._GLOB) == 3  # .env.*, *.pem, *.key
+
+
+def first_line_reference(text: str, limit: int = 120) -> str:
+    for line in text[: common.TITLE_SCAN_CHARS].splitlines():
+        stripped = line.strip()
+        if stripped:
+            return stripped[:limit]
+    return ""
+
+
+line_parts = st.sampled_from(["a", " ", "\n", "\r", "\r\n", "\x0b", "\x1c", "\u2028", "\x85",
+                              "word", "  \t", "é"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    before=st.integers(0, 48),
+    blank=st.sampled_from(["\n", " \n", "\r\n", "\t\r", "\u2028"]),
+    parts=st.lists(line_parts, max_size=20).map("".join),
+    limit=st.integers(1, 200),
+)
+def test_a_long_texts_first_line_is_found_in_its_first_look(
+    before: int, blank: str, parts: str, limit: int
+) -> None:
+    """Blank lines up to about the first look's end, then the first line, with line
+    breaks of every kind around that end."""
+    lead = blank * ((common.FIRST_LOOK_CHARS - before) // len(blank))
+    for text in (lead + parts + "tail\nmore", lead + parts, "x" * 2000 + parts):
+        assert common.first_line(text, limit) == first_line_reference(text, limit)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rank=st.one_of(st.none(), st.integers(-2, 4), st.floats(0, 3), st.text(max_size=2),
+                      st.booleans()))
+def test_a_prompt_titles_as_before_whatever_the_rank_kept(rank: object) -> None:
+    """The title's rank is read before the first line is looked for: the same title
+    (or none) as _title alone gives, whatever an older state kept there."""
+    stem = "0b8a6a2e-0000-4000-8000-000000000001"
+    path = f"/h/.claude/projects/-p/{stem}.jsonl"
+    obj = {"type": "user", "sessionId": stem, "uuid": "u1",
+           "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p",
+           "message": {"role": "user", "content": "a prompt\nsecond line"}}
+    state = claude.ADAPTER.initial_state(path)
+    state["title_rank"] = rank
+    titles = [r.title for r in claude.ADAPTER.parse(obj, 0, path, state)
+              if isinstance(r, SessionFacts) and r.title]
+    assert titles == ([] if claude._int(rank) else ["a prompt"])

@@ -449,7 +449,8 @@ def _user(line: LineContext) -> list[Record]:
     turn_id = _str(obj.get("promptId")) or line.key()
     out += _start_turn(line, turn_id, line.ts, line.cwd)
     out.append(line.event(PROMPT, line.key(), data={"text": typed}))
-    out += _title(line, first_line(typed), "prompt")
+    if not _int(line.state.get("title_rank")):  # only an untitled session's (see _title)
+        out += _title(line, first_line(typed), "prompt")
     return out
 
 
