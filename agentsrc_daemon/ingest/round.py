@@ -445,17 +445,17 @@ class Ingestor:
                     titled = True
                 self._route(rec, spec.path, prefix, line.crc, produced, sessions_seen, batch)
 
-        result = tail.read_new_lines(
-            spec.path,
+        result = tail.read_new_lines(  # by position: budget, max line, defer big lines,
+            spec.path,                 # stop, final line, heads, files
             cursor,
             on_line,
-            budget_bytes=budget,
-            max_line_bytes=self.max_line_bytes,
-            defer_big_lines=self.defer_big_lines,
-            stop=stop,
-            final_line=final_lines(adapter),
-            heads=self.heads,
-            files=self.files,
+            budget,
+            self.max_line_bytes,
+            self.defer_big_lines,
+            stop,
+            final_lines(adapter),
+            self.heads,
+            self.files,
         )
         rnd.deferred = result.deferred
         rnd.reset = result.reset

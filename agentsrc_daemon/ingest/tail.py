@@ -125,11 +125,10 @@ def decode_big_line(line: bytearray, cursor: Cursor) -> dict | None:  # type: ig
     return obj
 
 
-def read_new_lines(
+def read_new_lines(  # (no keyword-only parameters: a live append's round calls it by position)
     path: str,
     cursor: Cursor,
     on_line: Callable[[Line], None],
-    *,
     budget_bytes: int,
     max_line_bytes: int,
     defer_big_lines: bool = False,

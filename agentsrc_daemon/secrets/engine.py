@@ -472,7 +472,9 @@ class SecretScanner:
         if todo:
             batch = [texts[i] for i in todo]
             for i, text, hits in zip(todo, batch, self._scan_fast_many(batch), strict=True):
-                findings = self._finalize(text, hits + self._scan_user_patterns(text))
+                # (no hit and no user pattern: no finding, nearly every text)
+                findings = self._finalize(text, hits + self._scan_user_patterns(text)) if (
+                    hits or self._user_patterns) else []
                 results[i] = findings
                 self.stats.findings += len(findings)
                 cache_key = keys[i]
