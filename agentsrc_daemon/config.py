@@ -56,6 +56,7 @@ and their checks.
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import socket
@@ -224,6 +225,10 @@ EDITORS_ENV = "AGENTSRC_EDITORS_ROOT"
 EDITORS_FIELD = "editors_root"  # its load_config keyword (--editors-root)
 EDITOR_TASKS = "tasks"
 ROOT_NAME_SEP = "@"  # an agent's further roots are named <agent>@<where>
+
+
+# Every root's field of a Config, as one tuple (Config.roots' key; one C call).
+_root_fields: Callable[[Any], tuple[Any, ...]] = operator.attrgetter(*(spec.field for spec in ROOTS))
 
 
 def root_agent(name: str) -> str:
@@ -500,7 +505,7 @@ class Config:
         order, then the editor extensions' roots (``<agent>@<editor>``: ``root_agent``
         gives the agent of a name). Kept while the fields it is made of stay: every
         changed path is classified against it (0.75 ms to make, with the editors')."""
-        key = (tuple(getattr(self, spec.field) for spec in ROOTS), self.editor_dirs)
+        key = (_root_fields(self), self.editor_dirs)  # asked for every appended path
         if self._roots is None or self._roots[0] != key:
             roots = {spec.agent: getattr(self, spec.field) for spec in ROOTS}
             roots.update(editor_roots(self.editor_dirs))

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentsrc_daemon.secrets import prefilter
 from agentsrc_daemon.secrets.engine import Finding, SecretScanner
 
 from corpus import corpus_files
@@ -363,6 +364,44 @@ def test_fast_path_equals_naive_on_any_unicode(raw_scanner: SecretScanner, text:
 @given(batch=st.lists(texts(), min_size=0, max_size=6))
 def test_scan_many_equals_scan_one_by_one(scanner: SecretScanner, batch: list[str]) -> None:
     assert scanner.scan_many(batch) == [scanner.scan(t) for t in batch]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(texts(), st.text(max_size=200)))
+def test_short_texts_quick_check_selects_the_same_lines(raw_scanner: SecretScanner, text: str) -> None:
+    """A short text is first searched with every gate of a view joined in one regex: the
+    lines and plugins selected are exactly those of every gate searched one by one."""
+    pf = raw_scanner._prefilter
+    assert pf.quick  # the check is there to be compared
+    one_by_one = prefilter.Prefilter(pf.gates, pf.entropy, pf.every_line, quick=[])
+    views = prefilter.make_views(text)
+    assert pf.candidates(views) == one_by_one.candidates(views)
+    quick = dict(pf.quick)
+    for gate in pf.gates:  # what the check rests on, gate by gate
+        data = views.folded if gate.folded else views.exact
+        if gate.regex.search(data):
+            assert quick[gate.folded].search(data)
+
+
+def test_each_planted_value_alone_is_selected_as_one_by_one(raw_scanner: SecretScanner) -> None:
+    """Each planted secret alone (a short text: most match one gate only)."""
+    pf = raw_scanner._prefilter
+    one_by_one = prefilter.Prefilter(pf.gates, pf.entropy, pf.every_line, quick=[])
+    selected = 0
+    for value in VALUES:
+        views = prefilter.make_views(value)
+        got = pf.candidates(views)
+        assert got == one_by_one.candidates(views)
+        selected += bool(got)
+    assert selected >= len(VALUES) // 2
+
+
+def test_entropy_patterns_start_with_their_quote(raw_scanner: SecretScanner) -> None:
+    """A text without either quote skips the entropy patterns: each needs its quote."""
+    rules = raw_scanner._prefilter.entropy
+    assert rules
+    for rule in rules:
+        assert sorted(p.pattern[:1] for p in rule.patterns) == sorted(prefilter.ENTROPY_QUOTES)
 
 
 def test_generated_texts_do_find_secrets(raw_scanner: SecretScanner) -> None:

@@ -4,24 +4,32 @@ restarts (cursor round-tripped as the store persists it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import zlib
 from pathlib import Path
+from typing import Any
 
 import orjson
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from agentsrc_daemon.cursor import Cursor
 from agentsrc_daemon.ingest import tail
+from agentsrc_daemon.ingest.fingerprint import HeadCache
+from agentsrc_daemon.ingest.open_files import OpenFiles
 
 
-def read_all(path: Path, cursor: Cursor, budget: int = 1 << 20, max_line: int = 1 << 20):
+def read_all(
+    path: Path, cursor: Cursor, budget: int = 1 << 20, max_line: int = 1 << 20,
+    heads: HeadCache | None = None, files: OpenFiles | None = None,
+):
     got: list[tail.Line] = []
     while True:
         res = tail.read_new_lines(
-            str(path), cursor, got.append, budget_bytes=budget, max_line_bytes=max_line
+            str(path), cursor, got.append, budget_bytes=budget, max_line_bytes=max_line,
+            heads=heads, files=files,
         )
         if not res.more:
             return got, res
@@ -213,7 +221,10 @@ line_payloads = st.dictionaries(
 class TailMachine(RuleBasedStateMachine):
     """The model: the file's bytes. After every read, the lines delivered since the
     file's last reset are exactly the complete, valid lines of the file, each once, at
-    their offsets; across resets, identical (offset, bytes) are recognisable by key."""
+    their offsets; across resets, identical (offset, bytes) are recognisable by key.
+    A twin cursor reads the same file with the heads kept (fingerprint.HeadCache) and
+    the file kept open (open_files.OpenFiles): its lines, resets and cursor are the same
+    as the one that opens the file and hashes its head at every read."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -224,6 +235,9 @@ class TailMachine(RuleBasedStateMachine):
         self.path.write_bytes(b"")
         self.content = b""
         self.cursor = Cursor(str(self.path), "codex", "jsonl")
+        self.twin = Cursor(str(self.path), "codex", "jsonl")
+        self.heads = HeadCache(size=2)
+        self.files = OpenFiles(size=1)
         self.delivered: dict[tuple[int, int], int] = {}  # (offset, crc) -> count since reset
         self.max_line = 200
         # The file changed after the last read: the cursor cannot know yet, even when the
@@ -288,15 +302,35 @@ class TailMachine(RuleBasedStateMachine):
         os.replace(tmp, self.path)
         self.changed_since_read = True
 
+    @rule(at=st.integers(0, 300), byte=st.sampled_from([b"{", b"x", b" ", b"\n"]))
+    def rewrite_in_place(self, at: int, byte: bytes) -> None:
+        """One byte of what was read overwritten, the size unchanged: only the head's
+        bytes can tell (within its first 4 KiB)."""
+        if at >= len(self.content):
+            return
+        with self.path.open("r+b") as fh:
+            fh.seek(at)
+            fh.write(byte)
+        self.content = self.content[:at] + byte + self.content[at + 1 :]
+        self.changed_since_read = True
+
     @rule()
     def restart(self) -> None:
         self.cursor = roundtrip(self.cursor)
+        self.twin = roundtrip(self.twin)
 
     @precondition(lambda self: True)
     @rule()
     def read(self) -> None:
         gen = self.cursor.generation
         got, res = read_all(self.path, self.cursor, budget=64, max_line=self.max_line)
+        twin_got, twin_res = read_all(self.path, self.twin, budget=64, max_line=self.max_line,
+                                      heads=self.heads, files=self.files)
+        assert [(ln.offset, ln.crc, ln.obj) for ln in twin_got] == [
+            (ln.offset, ln.crc, ln.obj) for ln in got
+        ]
+        assert twin_res == res
+        assert self.twin == self.cursor
         self.changed_since_read = False
         if self.cursor.generation != gen:
             self.delivered = {}
@@ -319,6 +353,8 @@ class TailMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         import shutil
+
+        self.files.close()
 
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -388,3 +424,68 @@ def test_a_last_line_without_its_newline_is_taken_when_whole(tmp_path: Path) -> 
     other = Cursor(str(p), "codex", "jsonl")
     lines, _ = read_all(p, other)
     assert [ln.obj for ln in lines] == [{"a": 1}, {"b": 2}] and other.offset == 16
+
+
+# ---- an append read in one piece --------------------------------------------------------
+
+append_lines = st.one_of(
+    line_payloads.map(orjson.dumps),
+    st.sampled_from([b"", b"  ", b"[1]", b"{bad", b'{"a":1}\r', b"\xff\xfe", b'"s"']),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    before=st.lists(append_lines, max_size=4),
+    appended=st.lists(append_lines, max_size=6),
+    trailing=st.sampled_from([b"", b'{"t":1}', b'{"t":', b"[2]", b"\n"]),
+    budget=st.one_of(st.integers(1, 300), st.just(0)),  # 0: exactly the appended bytes
+    max_line=st.integers(1, 400),
+    final_line=st.booleans(),
+    stop_after=st.integers(0, 8),
+)
+def test_an_append_read_in_one_piece_is_read_as_through_the_window(
+    tmp_path_factory: Any, before: list[bytes], appended: list[bytes], trailing: bytes,
+    budget: int, max_line: int, final_line: bool, stop_after: int,
+) -> None:
+    """_read_appended (one read of what is left, when it fits every bound) gives the
+    lines, counts, cursor and results of the window's reader, whatever the lines (bad,
+    empty, CRLF, over the cap), the budget, a stop, and a last line without newline."""
+    d = tmp_path_factory.mktemp("one")
+    path = d / "a.jsonl"
+    head = b"".join(line + b"\n" for line in before)
+    tail_bytes = b"".join(line + b"\n" for line in appended) + trailing
+    budget = budget or max(1, len(tail_bytes))
+
+    def run(one_read: bool) -> tuple[list[tuple[int, dict, int]], list[tail.ReadResult], Cursor]:  # type: ignore[type-arg]
+        path.write_bytes(head)
+        cursor = Cursor(str(path), "cursor", "jsonl")
+        got: list[tail.Line] = []
+        results = []
+        saved = tail.APPENDS_IN_ONE_READ
+        tail.APPENDS_IN_ONE_READ = one_read
+        try:
+            read_all(path, cursor, budget=budget, max_line=max_line)
+            with path.open("ab") as fh:
+                fh.write(tail_bytes)
+            seen = 0
+
+            def stop() -> bool:
+                return len(got) >= seen + stop_after if stop_after else False
+
+            for _ in range(50):
+                seen = len(got)
+                res = tail.read_new_lines(str(path), cursor, got.append, budget_bytes=budget,
+                                          max_line_bytes=max_line, stop=stop,
+                                          final_line=final_line)
+                results.append(res)
+                if not res.more:
+                    break
+        finally:
+            tail.APPENDS_IN_ONE_READ = saved
+        # The file is written anew for each run: its inode and time are its own.
+        return [(ln.offset, ln.obj, ln.crc) for ln in got], results, dataclasses.replace(
+            cursor, dev=None, ino=None, mtime_ns=None
+        )
+
+    assert run(True) == run(False)

@@ -19,6 +19,7 @@ background copies and sub-agents beside the records they read.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -146,6 +147,17 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _AGENT_FILE = re.compile(r"agent-([A-Za-z0-9_-]+)\.jsonl")
 
 
+@functools.lru_cache(maxsize=1024)
+def _file_name(source_path: str) -> tuple[str | None, str, bool]:
+    """What a file's name says, asked for on every line and the same for all of them:
+    (the sub-agent id of an ``agent-<id>.jsonl`` file or None, the name without
+    ``.jsonl``, whether that stem is a safe session id)."""
+    name = os.path.basename(source_path)
+    match = _AGENT_FILE.fullmatch(name)
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    return (match.group(1) if match else None), stem, _SAFE_NAME.fullmatch(stem) is not None
+
+
 def first_line(text: str, limit: int = MAX_TITLE_CHARS) -> str:
     return common_first_line(text, limit)
 
@@ -189,16 +201,15 @@ def _claim(
     if state.get("since") is None and ts is not None:
         state["since"] = ts
     since = _str(state.get("since"))
-    name = os.path.basename(source_path)
-    if _AGENT_FILE.fullmatch(name):
+    agent_file, stem, safe = _file_name(source_path)
+    if agent_file is not None:
         return CLAIM_SUBAGENT, since, None
-    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
     if kind == BACKGROUND_KIND:
         # A background handoff (/background, Ctrl+B) replays the conversation into a new
         # file, every record under the new session's id: the original file's copy owns
         # what both hold; the records only this file has are its session's all the same.
         return CLAIM_COPY, since, None
-    if stem == native_id or not _SAFE_NAME.fullmatch(stem):
+    if stem == native_id or not safe:
         return CLAIM_OWN, since, None
     return CLAIM_COPY, since, session_key(NAME, stem)
 
@@ -270,19 +281,22 @@ class ClaudeAdapter:
         claim = _claim(native_id, source_path, state, ts, obj.get("sessionKind"))
         # Every conversation record names its cwd; the few that do not inherit it.
         cwd = _str(obj.get("cwd")) or _str(state.get("cwd"))
+        # By position (LineContext's order: ts, out, native_id, obj, record_id, turn_id,
+        # cwd, subagent_id, claim): binding keywords cost more than the constructor.
         line = LineContext(
             RULES,
             source_path,
             offset,
             state,
-            obj=obj,
-            record_id=_str(obj.get("uuid")),
-            native_id=native_id,
-            ts=ts,
-            turn_id=_turn_for(obj, source_path, state, subagent_id),
-            cwd=cwd,
-            subagent_id=subagent_id,
-            claim=claim,
+            ts,
+            None,
+            native_id,
+            obj,
+            _str(obj.get("uuid")),
+            _turn_for(obj, source_path, state, subagent_id),
+            cwd,
+            subagent_id,
+            claim,
         )
 
         out: list[Record] = []
@@ -342,9 +356,9 @@ def _subagent_id(obj: dict[str, Any], source_path: str, state: dict[str, Any]) -
       whose parent is not a sidechain record we know), followed through parentUuid.
     """
     agent_id = _str(obj.get("agentId"))
-    match = _AGENT_FILE.fullmatch(os.path.basename(source_path))
-    if match:
-        return agent_id or match.group(1)
+    agent_file = _file_name(source_path)[0]
+    if agent_file is not None:
+        return agent_id or agent_file
     if obj.get("isSidechain") is not True:
         return None
     links = _table(state, "sidechains")
@@ -368,7 +382,7 @@ def _turn_for(
     if subagent_id is not None:
         prompt_id = _str(obj.get("promptId"))
         if prompt_id:
-            if _AGENT_FILE.fullmatch(os.path.basename(source_path)):
+            if _file_name(source_path)[0] is not None:
                 state["turn"] = prompt_id  # only user records carry it: keep it for the rest
             return prompt_id
     turn = state.get("turn")
@@ -382,17 +396,19 @@ def _user(line: LineContext) -> list[Record]:
     obj = line.obj
     message = _dict(obj.get("message"))
     content = message.get("content")
-    blocks = content if isinstance(content, list) else []
-    if any(_dict(b).get("type") == "tool_result" for b in blocks):
-        return _tool_results(line, blocks)
-    out: list[Record] = [
-        Drift(NAME, _version(obj, line.state), f"user/{b['type']}")
-        for b in blocks
-        if isinstance(b, dict)
-        and isinstance(b.get("type"), str)
-        and b["type"] not in IGNORED_USER_BLOCKS
-        and b["type"] != "text"
-    ]
+    out: list[Record] = []
+    if isinstance(content, list):  # a typed prompt is most often a string: nothing to look at
+        blocks = content
+        if any(_dict(b).get("type") == "tool_result" for b in blocks):
+            return _tool_results(line, blocks)
+        out = [
+            Drift(NAME, _version(obj, line.state), f"user/{b['type']}")
+            for b in blocks
+            if isinstance(b, dict)
+            and isinstance(b.get("type"), str)
+            and b["type"] not in IGNORED_USER_BLOCKS
+            and b["type"] != "text"
+        ]
     if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
         return out  # injected context (slash-command expansions, caveats) and summaries
     text = _prompt_text(content)
@@ -433,7 +449,8 @@ def _user(line: LineContext) -> list[Record]:
     turn_id = _str(obj.get("promptId")) or line.key()
     out += _start_turn(line, turn_id, line.ts, line.cwd)
     out.append(line.event(PROMPT, line.key(), data={"text": typed}))
-    out += _title(line, first_line(typed), "prompt")
+    if not _int(line.state.get("title_rank")):  # only an untitled session's (see _title)
+        out += _title(line, first_line(typed), "prompt")
     return out
 
 
@@ -441,7 +458,9 @@ def _typed_prompt(content: Any) -> str:
     """The part of a prompt a person typed: each text block without what Claude Code or
     an IDE injected (adapters/injected.py: IDE context, reminders, the desktop agent's
     ``<uploaded_files>``, a compaction summary)."""
-    blocks = [content] if isinstance(content, str) else [
+    if isinstance(content, str):
+        return person_text(content)  # one block: what the join below makes of it
+    blocks = [
         b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"
     ] if isinstance(content, list) else []
     parts = [t for t in (person_text(b) for b in blocks if isinstance(b, str)) if t]

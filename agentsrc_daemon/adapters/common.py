@@ -142,9 +142,21 @@ def text_of(content: Any) -> str:
 TITLE_SCAN_CHARS = 64 * 1024
 
 
+FIRST_LOOK_CHARS = 1024
+
+
 def first_line(text: str, limit: int = 120) -> str:
     """The first non-blank line, cut to ``limit``. Looks only at the start of the
-    text: a 50 MB pasted prompt must not be split (copied) just to title a session."""
+    text: a 50 MB pasted prompt must not be split (copied) just to title a session.
+    A long text is first split over its first FIRST_LOOK_CHARS: a line found there
+    with another after it is whole, the same line the whole split gives (64 KiB of a
+    pasted log cut into a thousand strings for its first one cost about 50 us)."""
+    if len(text) > FIRST_LOOK_CHARS:
+        lines = text[:FIRST_LOOK_CHARS].splitlines()
+        for line in lines[:-1]:  # the last may go on past the look
+            stripped = line.strip()
+            if stripped:
+                return stripped[:limit]
     for line in text[:TITLE_SCAN_CHARS].splitlines():
         stripped = line.strip()
         if stripped:

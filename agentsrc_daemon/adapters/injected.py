@@ -115,6 +115,7 @@ PERSON_WRAPPERS = frozenset({"user_query"})
 _WHOLE_WRAPPER = re.compile(r"^<([a-z][a-z0-9_ -]{0,63})>(.*)</\1>$", re.DOTALL)
 _OPEN_TAG = re.compile(r"^<([A-Za-z][A-Za-z0-9_ -]{0,63})(?:\s[^>]*)?>")
 _LEADING = frozenset(LEADING_TAGS)
+_MARKER_LINES = tuple(m + "\n" for m in LEADING_MARKERS)
 MAX_PEELED_BLOCKS = 64  # a text made of more leading blocks than this is all context
 
 
@@ -122,10 +123,12 @@ def _peel_leading_blocks(text: str) -> str | None:
     """``text`` without the injected blocks it starts with; None when a block opens and
     never closes (the rest of the text is inside it)."""
     for _ in range(MAX_PEELED_BLOCKS):
-        marker = next((m for m in LEADING_MARKERS if text.startswith(m + "\n")), None)
-        if marker is not None:
+        if text.startswith(_MARKER_LINES):
+            marker = next(m for m in LEADING_MARKERS if text.startswith(m + "\n"))
             text = text[len(marker) :].lstrip()
             continue
+        if not text.startswith("<"):
+            return text  # no tag opens it (every prompt typed as such: one test)
         match = _OPEN_TAG.match(text)
         if match is None or match.group(1) not in _LEADING:
             return text
@@ -152,7 +155,7 @@ def person_text(text: str) -> str:
         text = _peel_leading_blocks(text) or ""
         if not text or text in INJECTED_TEXTS or text.startswith(INJECTED_PREFIXES):
             return ""
-        whole = _WHOLE_WRAPPER.match(text)
+        whole = _WHOLE_WRAPPER.match(text) if text[0] == "<" else None
         if whole is not None and f"</{whole.group(1)}>" not in whole.group(2):
             if whole.group(1) not in PERSON_WRAPPERS:
                 return ""

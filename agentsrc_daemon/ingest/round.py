@@ -33,6 +33,7 @@ modules of its own (tail.py, text_tail.py, agent_db.py).
 
 from __future__ import annotations
 
+import functools
 import os
 import stat as stat_mod
 from collections import OrderedDict
@@ -79,6 +80,7 @@ from .agent_db import AgentDB
 from .cursor_db import CursorChatDB
 from .db_schemas import SCHEMAS
 from .folders import resolve_encoded
+from .open_files import OpenFiles
 
 log = structlog.get_logger("agentsrc.ingest")
 
@@ -123,6 +125,14 @@ def _seed(adapter: Adapter, path: str, state: dict[str, Any], mtime_ns: int | No
     if namer is not None and FOLDER_CWD not in state:
         folder = namer.project_folder(path)
         state[FOLDER_CWD] = resolve_encoded(folder) if folder else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _sidecar_of(spec: sources.SourceSpec) -> str | None:
+    """sources.sidecar_of, asked on every round of a file (a Gemini chat's live line
+    paid 6% of its round for the path's joins and splits): the same spec (a frozen
+    record), the same sidecar."""
+    return sources.sidecar_of(spec)
 
 
 def _stat(path: str) -> Stat | None:
@@ -225,6 +235,12 @@ class Ingestor:
     # (their state in memory is ahead of the store's): see ``committed``.
     kept: OrderedDict[str, None] = field(default_factory=OrderedDict)
     uncommitted: set[str] = field(default_factory=set)
+    # The heads of the files read last, so a read checks its file's identity without
+    # hashing its head again (fingerprint.HeadCache).
+    heads: fingerprint.HeadCache = field(default_factory=lambda: fingerprint.HeadCache(KEPT_STATES))
+    # The files read last, kept open: a live append's round stats its file's path
+    # instead of opening, checking and closing it (open_files.py).
+    files: OpenFiles = field(default_factory=lambda: OpenFiles(KEPT_STATES))
 
     def take_over(self, old: Ingestor) -> None:
         """Carry on from ``old`` (a reload builds new stages): its cursors and readers."""
@@ -233,6 +249,8 @@ class Ingestor:
         self.kept, self.uncommitted = old.kept, old.uncommitted
         self.defer_big_lines = old.defer_big_lines
         self.readers, self.caught_up, self.busy = old.readers, old.caught_up, old.busy
+        self.heads, self.files = old.heads, old.files
+        old.files = OpenFiles(0)  # handed over: the old ingestor closes none of them
 
     def restore(self, path: str, cursor: Cursor | None) -> None:
         """Back to a committed cursor (None: nothing committed) after a commit of this
@@ -249,6 +267,7 @@ class Ingestor:
             db.close()
         self.readers.clear()
         self.caught_up.clear()
+        self.files.close()
 
     def known_cursor(self, path: str) -> Cursor | None:
         """The path's cursor: the one in memory, or a gone file's fetched from the store
@@ -425,6 +444,8 @@ class Ingestor:
         if cursor.state is not None:
             _seed(adapter, spec.path, cursor.state, mtime_ns)
 
+        derive = self.derive
+
         def on_line(line: tail.Line) -> None:
             nonlocal titled
             if cursor.state is None:  # a new file, or one the tail-reader just reset
@@ -440,19 +461,29 @@ class Ingestor:
             _tally(batch, spec.adapter, adapter, line.obj, cursor.state, records)
             prefix = f"{spec.path}@{line.offset}."
             for rec in records:
+                if isinstance(rec, Event):  # most records: _route's first case, inline
+                    if rec.key.startswith(prefix):
+                        rec.key = f"{rec.key}#{line.crc:08x}"  # see _route
+                    produced.append(rec)
+                    sessions_seen.add(rec.holder or rec.session_id)
+                    if derive is not None:
+                        produced.extend(derive(rec))
+                    continue
                 if isinstance(rec, SessionFacts) and rec.title:
                     titled = True
                 self._route(rec, spec.path, prefix, line.crc, produced, sessions_seen, batch)
 
-        result = tail.read_new_lines(
-            spec.path,
+        result = tail.read_new_lines(  # by position: budget, max line, defer big lines,
+            spec.path,                 # stop, final line, heads, files
             cursor,
             on_line,
-            budget_bytes=budget,
-            max_line_bytes=self.max_line_bytes,
-            defer_big_lines=self.defer_big_lines,
-            stop=stop,
-            final_line=final_lines(adapter),
+            budget,
+            self.max_line_bytes,
+            self.defer_big_lines,
+            stop,
+            final_lines(adapter),
+            self.heads,
+            self.files,
         )
         rnd.deferred = result.deferred
         rnd.reset = result.reset
@@ -485,7 +516,7 @@ class Ingestor:
         sessions_seen: set[str],
         batch: Batch,
     ) -> None:
-        if isinstance(rec, Event):
+        if isinstance(rec, Event):  # (a JSONL line's events are routed in on_line, alike)
             if rec.key.startswith(prefix):
                 # Offset keys also carry the line's checksum, so a file rewritten with
                 # different content at the same offsets is not mistaken for a duplicate.
@@ -504,8 +535,9 @@ class Ingestor:
             batch.sessions.append(rec)
             if not rec.weak:
                 sessions_seen.add(rec.session_id)
-            if rec.cwd and self.project_root_for is not None:
-                batch.project_roots.setdefault(rec.session_id, self.project_root_for(rec.cwd))
+            if (rec.cwd and self.project_root_for is not None
+                    and rec.session_id not in batch.project_roots):  # the first one stays
+                batch.project_roots[rec.session_id] = self.project_root_for(rec.cwd)
         elif isinstance(rec, TurnFacts):
             batch.turns.append(rec)
         elif isinstance(rec, Drift):
@@ -527,17 +559,21 @@ class Ingestor:
         if produced and self.scan is not None:
             produced.extend(self.scan.process(produced))
         price = self.price
-        if any(ev.kind in TRANSIENT_KINDS for ev in produced):
-            # Made for the scan alone (what a model was sent): its findings are kept.
-            produced[:] = [ev for ev in produced if ev.kind not in TRANSIENT_KINDS]
+        transient = False
         for ev in produced:
+            if ev.kind in TRANSIENT_KINDS:
+                transient = True  # made for the scan alone (what a model was sent)
+                continue
             if price is not None:
                 price(ev)
             # Derivation and scanning are done: drop what must never be stored, now,
             # rather than holding full tool outputs until the batch commits.
             ev.input = None
-            ev.contents = []
+            if ev.contents:
+                ev.contents = []
             ev.spill_path = None
+        if transient:  # dropped; their findings are kept
+            produced[:] = [ev for ev in produced if ev.kind not in TRANSIENT_KINDS]
         batch.events.extend(produced)
         for sid in sessions_seen:
             batch.session_sources.add((sid, path))
@@ -609,7 +645,7 @@ class Ingestor:
         """Read the source's sidecar when it changed since its stat was recorded in the
         adapter state (or the state is new): seed the state, and return (changed, its
         records). The stat goes into the state, so it is committed with the cursor."""
-        path = sources.sidecar_of(spec)
+        path = _sidecar_of(spec)
         if path is None:
             return False, []
         adapter = self.adapters[spec.adapter]

@@ -10,6 +10,9 @@
   (device, inode), a size below the offset (truncation) or a changed first bytes (a
   rewritten prefix, or a new file that reused a deleted file's inode) resets the cursor
   to 0. Re-reading does not duplicate: event keys are deterministic.
+* A live append (what is left fits one read within every bound) is read in one piece
+  and framed from that buffer (``_read_appended``); anything else goes through the
+  reader's window (``_LineReader``). Both end at the size the file's stat gave.
 * Memory is bounded: the file is read in chunks; a line longer than ``max_line_bytes``
   is skipped (and counted) without ever being held whole, even across restarts.
   A line over BIG_LINE_BYTES is parsed with its giant ASCII strings held once
@@ -35,9 +38,11 @@ import orjson
 from .. import framing
 from ..cursor import Cursor
 from . import bigline
-from .fingerprint import identity_change, refresh_head, reset_cursor
+from .fingerprint import HeadCache, identity_change, refresh_head, reset_cursor
+from .open_files import NOT_REGULAR, OpenFiles
 
 CHUNK_BYTES = 1 << 20
+APPENDS_IN_ONE_READ = True  # _read_appended's shortcut (the tests turn it off to compare)
 BIG_LINE_BYTES = 4 << 20  # lines over this are released from the buffer before parsing
 GIANT_STRING_BYTES = bigline.GIANT_STRING_BYTES  # a big line's strings held once (bigline.py)
 
@@ -120,33 +125,36 @@ def decode_big_line(line: bytearray, cursor: Cursor) -> dict | None:  # type: ig
     return obj
 
 
-def read_new_lines(
+def read_new_lines(  # (no keyword-only parameters: a live append's round calls it by position)
     path: str,
     cursor: Cursor,
     on_line: Callable[[Line], None],
-    *,
     budget_bytes: int,
     max_line_bytes: int,
     defer_big_lines: bool = False,
     stop: Callable[[], bool] | None = None,
     final_line: bool = False,
+    heads: HeadCache | None = None,
+    files: OpenFiles | None = None,
 ) -> ReadResult:
     """Read complete lines after ``cursor.offset``, call ``on_line`` for each decoded
     object, and advance the cursor (in memory; the caller commits it with the events).
-    Reads at most about ``budget_bytes`` (always finishing at least one line); ends
-    early, after a line, once ``stop()`` says so (an append waits: see daemon._work)."""
+    Reads at most about ``budget_bytes`` (always finishing at least one line), and no
+    further than the file's size when it was stat'ed (bytes written since are the next
+    read's); ends early, after a line, once ``stop()`` says so (an append waits: see
+    daemon._work). ``heads``: the files' heads kept between reads
+    (fingerprint.HeadCache); ``files``: the files kept open between reads (open_files)."""
     result = ReadResult()
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd, st, owned = _open(path, files)
     except FileNotFoundError:
         result.gone = True
         return result
     try:
-        st = os.fstat(fd)
-        if not stat_mod.S_ISREG(st.st_mode):
+        if fd == NOT_REGULAR or not stat_mod.S_ISREG(st.st_mode):
             result.gone = True
             return result
-        reason = identity_change(cursor, st, fd)
+        reason = identity_change(cursor, st, fd, heads)
         if reason is not None:
             reset_cursor(cursor)
             result.reset = reason
@@ -155,6 +163,12 @@ def read_new_lines(
         cursor.mtime_ns = st.st_mtime_ns
         cursor.size = st.st_size
         if st.st_size == cursor.offset:
+            return result
+        if APPENDS_IN_ONE_READ and _read_appended(
+            fd, cursor, on_line, result, st.st_size, budget_bytes, max_line_bytes, stop,
+            final_line,
+        ):
+            refresh_head(fd, cursor, heads)
             return result
         _LineReader(
             fd,
@@ -168,10 +182,97 @@ def read_new_lines(
             stop=stop,
             final_line=final_line,
         ).run()
-        refresh_head(fd, cursor)
+        refresh_head(fd, cursor, heads)
     finally:
-        os.close(fd)
+        if owned:
+            os.close(fd)
     return result
+
+
+def _open(path: str, files: OpenFiles | None) -> tuple[int, os.stat_result, bool]:
+    """The file open for reading, its stat, and whether the caller closes it."""
+    if files is not None:
+        fd, st = files.open(path)
+        return fd, st, False
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return fd, os.fstat(fd), True
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_appended(
+    fd: int,
+    cursor: Cursor,
+    on_line: Callable[[Line], None],
+    result: ReadResult,
+    size: int,
+    budget: int,
+    max_line: int,
+    stop: Callable[[], bool] | None,
+    final_line: bool,
+) -> bool:
+    """A live append's read: what is left since the cursor fits one read within every
+    bound (the budget, a chunk, the cap, BIG_LINE_BYTES), so no line can be over the cap
+    or big, and its lines are taken from that one buffer without the reader's window.
+    The same lines, counts, cursor and result as ``_LineReader`` (tests/test_tail.py
+    compares the two on any file); False, nothing consumed, when it does not apply."""
+    start = cursor.offset
+    left = size - start
+    if cursor.skipping or left > min(max_line, BIG_LINE_BYTES, CHUNK_BYTES, max(budget, 1)):
+        return False
+    data = os.pread(fd, left, start)
+    if len(data) != left:
+        return False  # shorter than its stat: the general reader sorts out what it is
+    pos = 0
+    consumed = False  # a line was taken (the budget ends a read only after one)
+    while True:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        if final_line and nl == pos == 0:
+            # The newline that follows a last line taken at EOF: no line of its own.
+            cursor.offset = start + 1
+            result.changed = True
+        else:
+            raw = data[pos:nl]
+            obj = decode_line(raw, cursor)
+            cursor.lines += 1
+            consumed = True
+            cursor.offset = start + nl + 1
+            result.changed = True
+            if obj is not None:
+                on_line(Line(start + pos, obj, zlib.crc32(raw)))
+        pos = nl + 1
+        if stop is not None and stop():
+            result.more = True
+            return True
+    if consumed and left >= budget:
+        result.more = pos < left  # the general reader's stop at its budget
+    elif final_line and pos < left:
+        _take_final(data[pos:], start + pos, size, cursor, result, on_line)
+    return True
+
+
+def _take_final(
+    raw: bytes, offset: int, end: int, cursor: Cursor, result: ReadResult,
+    on_line: Callable[[Line], None],
+) -> bool:
+    """At EOF, the bytes ``raw`` after the last newline (from file ``offset`` to
+    ``end``), when they are a whole JSON object (``final_line``): consumed as a line.
+    Anything else waits, uncounted. True when taken."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False  # being written
+    if not isinstance(obj, dict):
+        return False
+    cursor.lines += 1
+    cursor.offset = end
+    result.changed = True
+    on_line(Line(offset, obj, zlib.crc32(raw)))
+    return True
 
 
 @dataclass(slots=True)
@@ -253,7 +354,12 @@ class _LineReader:
         # appends wait, see ingest/priority.py) parses about that much, not a chunk.
         want = min(CHUNK_BYTES, max(self.budget, 1))
         while not (self.line_consumed and self.read_total >= self.budget):
-            chunk = os.pread(self.fd, want, self.window.end)
+            # No more than the stat said is left: a 1 MiB buffer cut down to a 300-byte
+            # append cost 14 us (its pages unmapped), and the stat's size is the end
+            # (one read and no second one to find it: what was written since is the
+            # next round's, its write has woken the loop again).
+            left = self.size - self.window.end
+            chunk = os.pread(self.fd, min(want, left), self.window.end) if left > 0 else b""
             if not chunk:
                 if self.final_line and not self.cursor.skipping:
                     self._take_final_line()
@@ -298,6 +404,8 @@ class _LineReader:
                     self.result.more = True
                     return False
                 continue
+            if nl < 0 and len(window.data) - window.start <= self.max_line:
+                break  # framing's NeedMore: a partial line (or nothing) is left
             framed = framing.next_line(window.data, window.start, self.max_line)
             match framed:
                 case framing.Line():
@@ -324,21 +432,14 @@ class _LineReader:
         if not window.pending or len(window.data) - window.start > min(self.max_line, BIG_LINE_BYTES):
             return
         raw = bytes(window.data[window.start :])
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return  # being written
-        if not isinstance(obj, dict):
-            return
-        offset = window.at(window.start)
-        self.cursor.lines += 1
-        self.line_consumed = True
-        self._consume_to(window.end)
-        self.on_line(Line(offset, obj, zlib.crc32(raw)))
+        end = window.end
+        if _take_final(raw, window.at(window.start), end, self.cursor, self.result, self.on_line):
+            self.line_consumed = True
+            self.window.consume_to(end)
 
     def _take_line(self, start: int, end: int, *, over_cap: bool) -> None:
         """The line ``window.data[start:end]``: decoded (or counted) and consumed."""
-        line_offset = self.window.at(start)
+        line_offset = self.window.base + start
         obj = None
         crc = 0
         if self.final_line and start == end and line_offset == self.first_offset:
@@ -354,7 +455,7 @@ class _LineReader:
             raw.release()  # the window cannot be resized while a view of it exists
         self.cursor.lines += 1
         self.line_consumed = True
-        self._consume_to(self.window.at(end + 1))
+        self._consume_to(line_offset - start + end + 1)
         if self.window.start > BIG_LINE_BYTES:
             # A very long line: drop its bytes before the adapter sees the decoded
             # object, so the two are never held at once (the memory bound).

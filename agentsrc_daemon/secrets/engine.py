@@ -258,8 +258,39 @@ def _pattern_segments(pattern: str) -> tuple[bool, tuple[str, ...]]:
     return anchored, tuple(_segments(pattern))
 
 
+_GLOB_CHARS = frozenset("*?[")
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern_kind(pattern: str) -> tuple[int, str]:
+    """The shapes most patterns have, told apart once per pattern (a new path is tested
+    against every sensitive pattern, a read of a new file at a time): (BASENAME, name)
+    for a literal file name, (INSIDE, dir) for a literal ``dir/**``, else (GLOB, "")."""
+    anchored, pats = _pattern_segments(pattern)
+    if anchored or not pats or len(pats) > 2 or _GLOB_CHARS.intersection(pats[0]):
+        return _GLOB, ""
+    if len(pats) == 1:
+        return _BASENAME, pats[0]  # fnmatchcase without a glob character: equality
+    if pats[1] == "**":
+        return _INSIDE, pats[0]
+    return _GLOB, ""
+
+
+_GLOB, _BASENAME, _INSIDE = range(3)
+
+
 def _segments_match(segs: list[str], pattern: str) -> bool:
     """path_matches on a path already split (non-empty ``segs``)."""
+    kind, name = _pattern_kind(pattern)
+    if kind == _BASENAME:
+        return segs[-1] == name
+    if kind == _INSIDE:
+        return name in segs[:-1]  # the directory, with something inside it
+    return _segments_match_glob(segs, pattern)
+
+
+def _segments_match_glob(segs: list[str], pattern: str) -> bool:
+    """_segments_match by the glob rules themselves (every pattern's reference)."""
     anchored, pats = _pattern_segments(pattern)
     if not pats:
         return False
@@ -422,9 +453,10 @@ class SecretScanner:
         results: list[list[Finding]] = [[] for _ in texts]
         keys: list[bytes | None] = [None] * len(texts)
         todo: list[int] = []
+        stats = self.stats
+        stats.texts += len(texts)
         for i, text in enumerate(texts):
-            self.stats.texts += 1
-            self.stats.chars += len(text)
+            stats.chars += len(text)
             if not text:
                 continue
             if self._cache_size > 0 and len(text) >= CACHE_MIN_CHARS:
@@ -440,7 +472,9 @@ class SecretScanner:
         if todo:
             batch = [texts[i] for i in todo]
             for i, text, hits in zip(todo, batch, self._scan_fast_many(batch), strict=True):
-                findings = self._finalize(text, hits + self._scan_user_patterns(text))
+                # (no hit and no user pattern: no finding, nearly every text)
+                findings = self._finalize(text, hits + self._scan_user_patterns(text)) if (
+                    hits or self._user_patterns) else []
                 results[i] = findings
                 self.stats.findings += len(findings)
                 cache_key = keys[i]
@@ -522,6 +556,8 @@ class SecretScanner:
     def _finalize(self, text: str, hits: list[_Hit]) -> list[Finding]:
         """Hits to Findings: values widened where detect-secrets reports a fragment of the
         secret (see _widen), de-duplicated, sorted, hashed."""
+        if not hits:
+            return []  # nearly every text
         if self.widen_values:
             hits = [wide for hit in hits for wide in self._widen(text, hit)]
         seen: set[tuple[str, int, str]] = set()
@@ -564,12 +600,14 @@ class SecretScanner:
     def _scan_fast_many(self, texts: list[str]) -> list[list[_Hit]]:
         """The fast path over several texts: prefilter passes over all of them joined by
         '\n', then detect-secrets on each selected line with the selected plugins."""
-        self._ensure_settings()
         combined = texts[0] if len(texts) == 1 else "\n".join(texts)
-        bases = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
         views = make_views(combined)
         candidates = self._prefilter.candidates(views)
         out: list[list[_Hit]] = [[] for _ in texts]
+        if not candidates:
+            return out  # no line could make a plugin fire (most rounds)
+        self._ensure_settings()  # what the plugins run with (the prefilter reads none)
+        bases = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
         data, has_cr = views.exact, views.has_cr
         current, base, line_no, counted_to = -1, 0, 1, 0
         for start in sorted(candidates):

@@ -58,6 +58,14 @@ FOLDED = "folded"
 # Unicode with Python 3.11's re). Mapping them to that letter keeps ``folded`` a superset.
 CASE_FOLD_SPECIALS = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 
+# The texts up to this long are first searched with every gate of a view joined in one
+# regex. Only short ones: the joined regex loses the gates' skip to their first literal
+# (8 bytes: 0.7 us against 2.4 for the gates one by one; 2,000 bytes: 100 us against 30).
+QUICK_CHECK_BYTES = 128
+
+# The quotes an entropy plugin's value sits between (its regex's ``([\'"])``).
+ENTROPY_QUOTES = _DQ, _SQ = (b'"', b"'")
+
 # Floating-point slack for the entropy bounds: the plugin sums its terms in another order,
 # so a value whose exact entropy equals the limit may come out a hair above it.
 ENTROPY_SLACK = 1e-9
@@ -306,7 +314,7 @@ def make_views(text: str) -> TextViews:
             if special in text:
                 text = text.replace(special, letter)
         exact = text.encode("latin-1", "replace")
-    return TextViews(exact=exact, folded=exact.lower(), has_cr=b"\r" in exact)
+    return TextViews(exact, exact.lower(), b"\r" in exact)  # by position: made for every text
 
 
 @dataclass(slots=True)
@@ -341,6 +349,9 @@ class Prefilter:
     gates: list[_Gate] = field(default_factory=list)
     entropy: list[_EntropyRule] = field(default_factory=list)
     every_line: list[int] = field(default_factory=list)  # plugins with no sound anchor
+    # Every gate of a view as one regex: a short text none of them matches costs one
+    # search per view, not one per gate (QUICK_CHECK_BYTES says why only short ones).
+    quick: list[tuple[bool, re.Pattern[bytes]]] = field(default_factory=list)
 
     @classmethod
     def for_plugins(
@@ -374,12 +385,23 @@ class Prefilter:
             ]
             regex = re.compile(b"|".join(b"(?:" + p + b")" for _, p, _ in anchors))
             pf.gates.append(_Gate(view == FOLDED, regex, members))
+        for folded in (False, True):
+            patterns = [g.regex.pattern for g in pf.gates if g.folded is folded]
+            if patterns:
+                pf.quick.append((folded, re.compile(b"|".join(b"(?:" + p + b")" for p in patterns))))
         return pf, fallbacks
 
     def candidates(self, views: TextViews) -> dict[int, set[int]]:
         hits: dict[int, set[int]] = {}
         exact, folded, has_cr = views.exact, views.folded, views.has_cr
-        for gate in self.gates:
+        gates = self.gates
+        if self.quick and len(exact) <= QUICK_CHECK_BYTES:
+            for on_folded, regex in self.quick:
+                if regex.search(folded if on_folded else exact):
+                    break
+            else:
+                gates = []  # a match of any gate is a match of its view's quick regex
+        for gate in gates:
             data = folded if gate.folded else exact
             m = gate.regex.search(data)  # most texts: no match, one call
             while m is not None:
@@ -391,7 +413,9 @@ class Prefilter:
                     ):
                         hits.setdefault(start, set()).add(member.plugin_index)
                 m = gate.regex.search(data, end + 1)  # this line is done
-        for rule in self.entropy:
+        # Each entropy pattern starts with its quote character: without one, no run.
+        entropy = self.entropy if (_DQ in exact or _SQ in exact) else ()
+        for rule in entropy:
             for pattern in rule.patterns:
                 for start in _entropy_line_starts(rule, pattern, exact, has_cr):
                     hits.setdefault(start, set()).add(rule.plugin_index)
@@ -426,7 +450,7 @@ def _entropy_rule(index: int, plugin: Any) -> _EntropyRule:
     klass = re.escape(charset).encode("ascii")
     patterns = tuple(
         re.compile(quote + b"([" + klass + b"]{%d,}+)(?=" % min_len + quote + b")")
-        for quote in (b'"', b"'")
+        for quote in ENTROPY_QUOTES
     )
     return _EntropyRule(index, patterns, min_len, limit)
 

@@ -92,7 +92,10 @@ class SecretStage:
                 continue
             if ev.contents or ev.kind in (TOOL_RESULT, TOOL_CALL):
                 jobs.extend(self._content_jobs(ev))
-            jobs.extend(self._stored_jobs(ev))
+            if ev.kind in REDACTED_KINDS:  # the others store no string to scan
+                jobs.extend(self._stored_jobs(ev))
+        if not jobs:
+            return extra
         # One engine call for all the texts of this round: per-call overhead dominates
         # small texts. Huge texts go in slices (bounded memory).
         small = [j for j in jobs if len(j.text) <= SLICE_CHARS]
@@ -220,6 +223,7 @@ class SecretStage:
     def _stored_jobs(self, ev: Event) -> list[_Job]:
         """The strings this event stores, to be redacted in place; findings in them
         (prompt and assistant text, command lines, tool inputs) become secret events."""
+        # PROMPT and MESSAGE are among the REDACTED_KINDS (process calls this for those).
         if ev.kind in (PROMPT, MESSAGE) and not self.config.store_text:
             text = ev.data.pop("text", None)
             ev.data["text_omitted"] = True
