@@ -222,3 +222,27 @@ def test_a_write_wakes_the_loop_once_and_a_close_alone_still_does(tmp_path: Path
         assert _marks(dirty, 0.5) == [{str(f)}]  # no modify: the close
     finally:
         w.stop()
+
+
+def test_a_root_that_is_a_link_to_its_directory_is_watched(tmp_path: Path) -> None:
+    """A root kept among one's dotfiles (~/.claude a symbolic link): watched through the
+    link, its files marked under the root's own path; links below it are not followed."""
+    real = tmp_path / "dotfiles" / "claude"
+    (real / "projects").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (real / "projects" / "linked").symlink_to(elsewhere)
+    root = tmp_path / ".claude"
+    root.symlink_to(real)
+    dirty = watch.DirtySet()
+    w = watch.Watcher({"claude-code": root}, dirty)
+    try:
+        w.start()
+        assert w.modes[str(root)] == "inotify"
+        assert w.tree is not None and w.tree.watched() == 2  # the root and projects/
+        (root / "projects" / "s.jsonl").write_bytes(b"{}\n")
+        assert _took(dirty) == {str(root / "projects" / "s.jsonl")}
+        (elsewhere / "t.jsonl").write_bytes(b"{}\n")  # through a link below the root
+        assert _took(dirty) == set()
+    finally:
+        w.stop()

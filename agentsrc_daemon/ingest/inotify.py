@@ -57,10 +57,13 @@ def init(lib: ctypes.CDLL) -> int:
     return fd
 
 
-def add_watch(lib: ctypes.CDLL, fd: int, directory: str) -> int:
+def add_watch(lib: ctypes.CDLL, fd: int, directory: str, *, follow: bool = False) -> int:
     """The directory's watch descriptor; OSError with the kernel's errno (ENOENT: gone
-    already, ENOTDIR: not a directory, ENOSPC: no watch left)."""
-    wd = int(lib.inotify_add_watch(fd, os.fsencode(directory), MASK))
+    already, ENOTDIR: not a directory, ENOSPC: no watch left). ``follow``: a symbolic
+    link to a directory is watched as that directory (a root kept among one's dotfiles);
+    below a root links are never followed."""
+    mask = MASK & ~IN_DONT_FOLLOW if follow else MASK
+    wd = int(lib.inotify_add_watch(fd, os.fsencode(directory), mask))
     if wd < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), directory)

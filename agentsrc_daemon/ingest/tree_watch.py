@@ -74,7 +74,7 @@ class InotifyTree:
         with self._lock:
             self._recursive[root] = recursive
         try:
-            self._watch(root)
+            self._watch(root, follow=True)  # the root may be a link to its directory
             if recursive:
                 self._watch_below(root)
         except OSError:
@@ -91,8 +91,8 @@ class InotifyTree:
         with self._lock:
             return len(self._wds)
 
-    def _watch(self, directory: str) -> None:
-        wd = inotify.add_watch(self._lib, self._fd, directory)
+    def _watch(self, directory: str, *, follow: bool = False) -> None:
+        wd = inotify.add_watch(self._lib, self._fd, directory, follow=follow)
         with self._lock:
             old = self._dirs.get(wd)
             if old is not None and old != directory:
