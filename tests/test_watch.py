@@ -246,3 +246,25 @@ def test_a_root_that_is_a_link_to_its_directory_is_watched(tmp_path: Path) -> No
         assert _took(dirty) == set()
     finally:
         w.stop()
+
+
+def test_write_notices_mark_a_write_once_and_a_close_alone() -> None:
+    """The rule both watchers apply (dirty.WriteNotices), notice by notice."""
+    from agentsrc_daemon.ingest.dirty import MODIFIED_REMEMBERED, WriteNotices
+
+    w = WriteNotices()
+    marks = [
+        w.marks("a", modified=True, closed=False),  # a write
+        w.marks("a", modified=True, closed=False),  # another before the close
+        w.marks("a", modified=False, closed=True),  # its close: nothing new
+        w.marks("a", modified=False, closed=True),  # a close alone (a mapping's write)
+        w.marks("b", modified=True, closed=False),
+        w.marks("b", modified=False, closed=False),  # moved or deleted: marks, forgets
+        w.marks("b", modified=False, closed=True),  # so its close marks again
+    ]
+    assert marks == [True, True, False, True, True, True, True]
+    for i in range(MODIFIED_REMEMBERED):  # bounded: the oldest forgotten at once
+        w.marks(f"f{i}", modified=True, closed=False)
+    w.marks("last", modified=True, closed=False)
+    assert w.marks("f0", modified=False, closed=True) is True
+    assert w.marks("last", modified=False, closed=True) is False

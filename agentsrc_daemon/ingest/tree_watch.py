@@ -26,7 +26,7 @@ import threading
 import structlog
 
 from . import inotify
-from .dirty import DirtySet
+from .dirty import DirtySet, WriteNotices
 from .inotify import (
     IN_CLOSE_WRITE,
     IN_CREATE,
@@ -41,8 +41,6 @@ from .inotify import (
 
 log = structlog.get_logger("agentsrc.watch")
 
-# Files whose modify was seen and whose close was not yet, at most (see the module doc).
-MODIFIED_REMEMBERED = 1024
 READ_BYTES = 64 * 1024
 
 
@@ -60,7 +58,7 @@ class InotifyTree:
         self._dirs: dict[int, str] = {}  # watch descriptor -> directory
         self._wds: dict[str, int] = {}  # directory -> watch descriptor
         self._recursive: dict[str, bool] = {}  # root -> its subdirectories watched too
-        self._modified: set[str] = set()
+        self._writes = WriteNotices()
         self._stop_r, self._stop_w = os.pipe()
         self._thread = threading.Thread(target=self._read_loop, name="agentsrc-watch",
                                         daemon=True)
@@ -187,16 +185,9 @@ class InotifyTree:
             self.dirty.mark_dir(path)  # scanned once watched: nothing made meanwhile is missed
 
     def _file_event(self, path: str, mask: int) -> None:
-        modified = self._modified
-        if mask & IN_MODIFY:
-            if len(modified) >= MODIFIED_REMEMBERED:
-                modified.clear()
-            modified.add(path)
-        elif path in modified:
-            modified.discard(path)
-            if mask & IN_CLOSE_WRITE:
-                return  # marked by its modify
-        self.dirty.mark(path)
+        if self._writes.marks(path, modified=bool(mask & IN_MODIFY),
+                              closed=bool(mask & IN_CLOSE_WRITE)):
+            self.dirty.mark(path)
 
     def stop(self) -> None:
         os.write(self._stop_w, b"x")

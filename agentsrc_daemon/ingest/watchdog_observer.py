@@ -26,7 +26,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from .dirty import DirtySet
+from .dirty import DirtySet, WriteNotices
 
 # Only events that can mean new bytes. Opened/closed-without-write events are excluded:
 # the daemon's own reads would otherwise wake it up in a loop.
@@ -39,8 +39,6 @@ EVENT_FILTER = [
     DirCreatedEvent,
     DirMovedEvent,
 ]
-# Files whose modify was seen and whose close was not yet (see _Handler), at most.
-MODIFIED_REMEMBERED = 1024
 # watchdog's inotify logger and the start of its record for an IN_Q_OVERFLOW.
 INOTIFY_LOGGER = "watchdog.observers.inotify_c"
 OVERFLOW_MESSAGE = "Inotify queue overflowed"
@@ -59,17 +57,12 @@ class OverflowHook(logging.Handler):
 
 
 class _Handler(FileSystemEventHandler):
-    """Marks the paths an event may mean news for. A write is told twice: its modify
-    (each write() after its bytes are in) and its file's close. A close right after the
-    file's modify says nothing the modify did not (and woke the loop for a second round
-    of every append); a close alone (bytes written through a mapping, which tells no
-    modify) still marks the file. One thread per observer calls it."""
+    """Marks the paths an event may mean news for (a write's notices by the rule of
+    dirty.WriteNotices). One thread per observer calls it."""
 
     def __init__(self, dirty: DirtySet) -> None:
         self.dirty = dirty
-        # Paths whose last event was a modify (emptied by their close, so it holds the
-        # files being written now).
-        self._modified: set[str] = set()
+        self._writes = WriteNotices()
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         src = event.src_path if isinstance(event.src_path, str) else event.src_path.decode()
@@ -81,14 +74,8 @@ class _Handler(FileSystemEventHandler):
         kind = event.event_type
         if kind == "closed_no_write" or kind == "opened":
             return
-        if kind == "modified":
-            if len(self._modified) >= MODIFIED_REMEMBERED:
-                self._modified.clear()  # a polling observer tells no closes: kept bounded
-            self._modified.add(src)
-        elif src in self._modified:
-            self._modified.discard(src)
-            if kind == "closed":
-                return  # marked by its modify
+        if not self._writes.marks(src, modified=kind == "modified", closed=kind == "closed"):
+            return
         self.dirty.mark(src)
         dest = getattr(event, "dest_path", "")
         if dest:
