@@ -23,6 +23,17 @@ from collections import OrderedDict
 NOT_REGULAR = -1  # the descriptor ``open`` gives for a path that is no regular file
 
 
+def open_file(path: str) -> tuple[int, os.stat_result]:
+    """``path`` opened for reading, and the stat of what was opened (closed again if
+    that fails). Raises what ``os.open`` raises (FileNotFoundError: gone)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return fd, os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class OpenFiles:
     def __init__(self, size: int = 64) -> None:
         self.size = size
@@ -47,12 +58,7 @@ class OpenFiles:
                 self._files.move_to_end(path)
                 return fd, st
             self.forget(path)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        try:
-            st = os.fstat(fd)  # the file opened: the path may have changed since its stat
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, st = open_file(path)  # the file opened: the path may have changed since its stat
         if not stat_mod.S_ISREG(st.st_mode):
             os.close(fd)
             return NOT_REGULAR, st

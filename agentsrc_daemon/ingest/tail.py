@@ -39,7 +39,7 @@ from .. import framing
 from ..cursor import Cursor
 from . import bigline
 from .fingerprint import HeadCache, identity_change, refresh_head, reset_cursor
-from .open_files import NOT_REGULAR, OpenFiles
+from .open_files import NOT_REGULAR, OpenFiles, open_file
 
 CHUNK_BYTES = 1 << 20
 APPENDS_IN_ONE_READ = True  # _read_appended's shortcut (the tests turn it off to compare)
@@ -194,12 +194,8 @@ def _open(path: str, files: OpenFiles | None) -> tuple[int, os.stat_result, bool
     if files is not None:
         fd, st = files.open(path)
         return fd, st, False
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        return fd, os.fstat(fd), True
-    except BaseException:
-        os.close(fd)
-        raise
+    fd, st = open_file(path)
+    return fd, st, True
 
 
 def _read_appended(
