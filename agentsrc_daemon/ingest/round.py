@@ -444,8 +444,6 @@ class Ingestor:
         if cursor.state is not None:
             _seed(adapter, spec.path, cursor.state, mtime_ns)
 
-        derive = self.derive
-
         def on_line(line: tail.Line) -> None:
             nonlocal titled
             if cursor.state is None:  # a new file, or one the tail-reader just reset
@@ -461,14 +459,6 @@ class Ingestor:
             _tally(batch, spec.adapter, adapter, line.obj, cursor.state, records)
             prefix = f"{spec.path}@{line.offset}."
             for rec in records:
-                if isinstance(rec, Event):  # most records: _route's first case, inline
-                    if rec.key.startswith(prefix):
-                        rec.key = f"{rec.key}#{line.crc:08x}"  # see _route
-                    produced.append(rec)
-                    sessions_seen.add(rec.holder or rec.session_id)
-                    if derive is not None:
-                        produced.extend(derive(rec))
-                    continue
                 if isinstance(rec, SessionFacts) and rec.title:
                     titled = True
                 self._route(rec, spec.path, prefix, line.crc, produced, sessions_seen, batch)
@@ -516,7 +506,7 @@ class Ingestor:
         sessions_seen: set[str],
         batch: Batch,
     ) -> None:
-        if isinstance(rec, Event):  # (a JSONL line's events are routed in on_line, alike)
+        if isinstance(rec, Event):
             if rec.key.startswith(prefix):
                 # Offset keys also carry the line's checksum, so a file rewritten with
                 # different content at the same offsets is not mistaken for a duplicate.
