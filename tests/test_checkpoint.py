@@ -110,3 +110,87 @@ def test_a_hurried_checkpoint_skips_the_pause(tmp_path: Path) -> None:
         plain.stop()
         hurried.stop()
         conn.close()
+
+
+def test_a_hurry_cuts_the_pause_short(tmp_path: Path) -> None:
+    """A hurry that comes during the pause after a plain checkpoint ends the pause: the
+    WAL nearing the writer's RESTART is copied now, not up to interval_s later."""
+    db = tmp_path / "e.db"
+    conn = _writer(db)
+    ckpt = Checkpointer(db, interval_s=30.0)
+    try:
+        ckpt.start()
+        _commits(conn, 1, None)
+        ckpt.notify()
+        assert _checkpoints_within(ckpt, 1, 10) == 1
+        _commits(conn, 1, None)
+        ckpt.notify()  # in the pause: waits for it
+        assert _checkpoints_within(ckpt, 2, 0.3) == 1
+        ckpt.notify(hurry=True)
+        assert _checkpoints_within(ckpt, 2, 10) == 2
+    finally:
+        ckpt.stop()
+        conn.close()
+
+
+def _frames_counted(conn) -> list[int]:  # type: ignore[no-untyped-def]
+    """The WAL's frames after each commit, as SQLite's WAL hook tells them."""
+    frames: list[int] = []
+
+    def hook(_conn, _name: str, pages: int) -> int:  # type: ignore[no-untyped-def]
+        frames.append(pages)
+        return 0
+
+    conn.set_wal_hook(hook)
+    return frames
+
+
+def test_catch_up_waits_for_every_frame_then_the_next_commit_starts_the_log_over(
+    tmp_path: Path
+) -> None:
+    db = tmp_path / "f.db"
+    conn = _writer(db)
+    frames = _frames_counted(conn)
+    ckpt = Checkpointer(db, interval_s=30.0)
+    try:
+        ckpt.start()
+        _commits(conn, 1, None)
+        ckpt.notify()  # a first checkpoint, then the pause
+        assert _checkpoints_within(ckpt, 1, 10) == 1
+        _commits(conn, 5, None)  # not copied: the checkpointer pauses
+        assert frames[-1] > frames[0]
+        assert ckpt.catch_up(10, lambda: False)
+        assert ckpt.caught_up == ckpt.started == 2
+        _commits(conn, 1, None)
+        # Every frame was copied: SQLite began the log again at this commit, whose own
+        # frames are all it holds (no RESTART by the writer).
+        assert frames[-1] == frames[0]
+    finally:
+        ckpt.stop()
+        conn.close()
+
+
+def test_catch_up_gives_up_when_told_or_when_a_reader_holds_the_log(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    conn = _writer(db)
+    ckpt = Checkpointer(db, interval_s=0.0)
+    reader = connect(db, readonly=True)
+    try:
+        ckpt.start()
+        _commits(conn, 2, None)
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM t").fetchone() == (2,)  # a snapshot
+        _commits(conn, 2, None)  # frames past the reader's snapshot: not copied while it reads
+        t0 = time.monotonic()
+        assert not ckpt.catch_up(0.2, lambda: False)
+        assert 0.2 <= time.monotonic() - t0 < 5
+        assert ckpt.started > ckpt.caught_up
+        t0 = time.monotonic()
+        assert not ckpt.catch_up(10, lambda: True)  # an append came in: at once
+        assert time.monotonic() - t0 < 1
+        reader.execute("COMMIT")
+        assert ckpt.catch_up(10, lambda: False)
+    finally:
+        ckpt.stop()
+        reader.close()
+        conn.close()

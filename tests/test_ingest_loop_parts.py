@@ -28,7 +28,14 @@ from agentsrc_daemon.ingest.status import StatusBoard
 from agentsrc_daemon.ingest.steps import StepTimer
 from agentsrc_daemon.rpc.transport import Hub
 from agentsrc_daemon.store import Batch, Reader, Store
-from agentsrc_daemon.store.wal import WAL_IDLE_S, WalUpkeep
+from agentsrc_daemon.store.connection import PAGE_SIZE
+from agentsrc_daemon.store.wal import (
+    WAL_CHECKPOINT_PAGES,
+    WAL_FORCE_PAGES,
+    WAL_IDLE_S,
+    Checkpointer,
+    WalUpkeep,
+)
 
 SID_A = "aaaaaaaa-0000-4000-8000-000000000001"
 SID_B = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -314,6 +321,60 @@ def test_with_a_checkpointer_the_wal_waits_for_quiet_then_asks_it_first(
     clock.now = again
     assert wal.truncate_if_idle(steps.step) == float("inf") and not wal.dirty
     store.close()
+
+
+def test_past_a_quarter_of_the_bound_the_checkpointer_catches_up_and_no_restart_runs(
+    tmp_path: Path
+) -> None:
+    """Past WAL_CHECKPOINT_PAGES the ingest thread waits for the checkpointer thread to
+    copy every frame (not while an append waits), and SQLite starts the log over at
+    the next commit: the writer's RESTART (a copy and sync on the ingest thread) is not
+    run. Past WAL_FORCE_PAGES it still is."""
+    store = Store(tmp_path / "db.sqlite")
+    checkpointer = Checkpointer(store.db_path, interval_s=30.0)
+    wal = WalUpkeep(store, checkpointer, Clock())
+    steps = StepTimer()
+    restarts: list[int] = []
+    real_check = store.check_wal
+
+    def check_wal() -> None:
+        restarts.append(store.wal_pages)
+        real_check()
+
+    store.check_wal = check_wal  # type: ignore[method-assign]
+    store.conn.execute("CREATE TABLE scratch(x BLOB)")
+
+    def fill(pages: int) -> None:  # commits of 32 pages each, as the loop makes them
+        while store.wal_pages < pages:
+            with store.conn:
+                store.conn.executemany("INSERT INTO scratch VALUES (?)",
+                                       [(bytes(PAGE_SIZE),)] * 32)
+            wal.committed()
+
+    checkpointer.start()
+    try:
+        fill(WAL_CHECKPOINT_PAGES)
+        assert store.wal_due
+        wal.check(lambda: True, steps.step)  # an append waits: no wait, no restart
+        assert store.wal_due and restarts == []
+        wal.check(lambda: False, steps.step)
+        assert restarts == [] and checkpointer.caught_up == checkpointer.started
+        with store.conn:
+            store.conn.execute("INSERT INTO scratch VALUES (x'00')")
+        assert store.wal_pages < 8 and not store.wal_due  # the log began again
+        # A reader on an old snapshot keeps every frame after it in the log: past
+        # WAL_FORCE_PAGES the writer's RESTART runs (and waits the reader out).
+        reader = Reader(store.db_path)
+        reader.conn.execute("BEGIN")
+        reader.conn.execute("SELECT count(*) FROM scratch").fetchone()
+        fill(WAL_FORCE_PAGES)
+        threading.Timer(0.1, lambda: reader.conn.execute("COMMIT")).start()
+        wal.check(lambda: False, steps.step)
+        assert restarts and restarts[0] >= WAL_FORCE_PAGES and store.wal_pages == 0
+        reader.close()
+    finally:
+        checkpointer.stop()
+        store.close()
 
 
 # ---- status -------------------------------------------------------------------------------

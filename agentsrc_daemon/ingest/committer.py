@@ -154,7 +154,7 @@ class Committer:
         return True
 
     def _after_write(self) -> None:
-        self.wal.check(self.append_waits(), self.timer.step)
+        self.wal.check(self.append_waits, self.timer.step)
         self.wal.committed()  # the checkpointer after the writer's own checkpoint
 
     def _refused(self, batch: Batch, exc: BaseException) -> None:

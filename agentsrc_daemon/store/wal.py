@@ -5,13 +5,17 @@ journal_size_limit). Two parties keep it small:
 
 * the ``Checkpointer``, a thread with a connection of its own that runs PASSIVE
   checkpoints after commits, so the database's sync never runs on the ingest thread;
-* the writer's ``WalBound``: a RESTART checkpoint past a quarter of the bound, for
-  readers that keep a PASSIVE checkpoint from finishing; ``truncate`` empties the log
-  when the daemon is idle.
+* the writer's ``WalBound``: a RESTART checkpoint, for readers that keep a PASSIVE
+  checkpoint from finishing; ``truncate`` empties the log when the daemon is idle.
+
+Past a quarter of the bound the ingest thread first waits for the checkpointer to copy
+every frame (``Checkpointer.catch_up``): SQLite then starts the log over at the next
+commit by itself. The RESTART runs only when that did not happen by WAL_FORCE_PAGES.
 
 A chunked migration keeps the WAL bounded between its chunks with ``restart_checkpoint``.
-``WalUpkeep`` is when, on the ingest thread, between commits: the writer's bound put off
-while a live append waits, the checkpointer asked, the log truncated once idle.
+``WalUpkeep`` is when, on the ingest thread, between commits: the checkpointer asked (and
+waited for, not while a live append waits), the writer's RESTART put off, the log
+truncated once idle.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ from .connection import (
 
 log = structlog.get_logger("agentsrc.store.checkpoint")
 
-# The ingest loop puts that checkpoint off while a live append waits for it (it runs
-# at the next commit with none waiting), but not past this: 3/8 of the bound.
+# The ingest loop leaves the log to the checkpointer's catch-up (WalUpkeep.check) up to
+# this, 3/8 of the bound; past it the writer runs its RESTART (not while a live append
+# waits, until WAL_HARD_PAGES).
 WAL_FORCE_PAGES = WAL_LIMIT_BYTES * 3 // 8 // PAGE_SIZE
 # How long a checkpoint waits for readers still on an older snapshot (then the next
 # commit tries again): readers are short transactions, and the writer must not stall.
@@ -67,6 +72,13 @@ CHECKPOINT_MIN_PAGES = 256
 # commit started the WAL over. Measured at 10 million events with 20 writers: the
 # RESTART took 44-68 ms with the pause, while appends queued behind it.
 CHECKPOINT_HURRY_PAGES = WAL_CHECKPOINT_PAGES // 2
+# Past WAL_CHECKPOINT_PAGES, the ingest thread waits this long at most (in slices of
+# CATCH_UP_SLICE_S, between which an append that came in ends the wait) for the
+# checkpointer to copy every frame: then the writer's next commit starts the log over
+# itself, and no RESTART (a copy and a sync of the database on the ingest thread) is
+# needed (WalUpkeep.check).
+WAL_CATCH_UP_S = 0.05
+CATCH_UP_SLICE_S = 0.002
 
 
 class WalBound:
@@ -143,7 +155,8 @@ def truncate(conn: apsw.Connection) -> bool:
 
 class Checkpointer:
     """WAL checkpoints off the ingest thread: ``notify()`` after a commit; the thread
-    checkpoints soon after (coalesced).
+    checkpoints soon after (coalesced). ``catch_up()`` waits for a checkpoint that copies
+    every frame committed so far (see WalUpkeep.check).
 
     A checkpoint copies the WAL's pages into the database file and syncs it: on a
     multi-gigabyte store with other processes writing to the same disk, that sync can
@@ -166,6 +179,9 @@ class Checkpointer:
         # A checkpoint is running now: a RESTART by the writer would wait for it (on
         # SQLite's checkpoint lock) instead of finding its frames copied after it.
         self.running = False
+        self.started = 0  # checkpoints begun, numbered from 1
+        self.caught_up = 0  # the number of the last one that copied every frame it found
+        self._completed = threading.Event()  # set after each checkpoint
         self._wake = threading.Event()
         self._hurry = threading.Event()
         self._stop = threading.Event()
@@ -181,8 +197,24 @@ class Checkpointer:
             self._hurry.set()
         self._wake.set()
 
+    def catch_up(self, timeout_s: float, stop: Callable[[], bool]) -> bool:
+        """Wait (at most ``timeout_s``, and only while ``stop`` says False: it is asked
+        every CATCH_UP_SLICE_S) for a checkpoint begun after this call to copy every
+        frame: every frame the writer has committed by now. Whether one did."""
+        target = self.started + 1
+        self.notify(hurry=True)
+        deadline = time.monotonic() + timeout_s
+        while self.caught_up < target:
+            left = deadline - time.monotonic()
+            if left <= 0 or stop() or not self._thread.is_alive():
+                return False
+            self._completed.wait(min(left, CATCH_UP_SLICE_S))
+            self._completed.clear()
+        return True
+
     def stop(self) -> None:
         self._stop.set()
+        self._hurry.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
@@ -196,39 +228,45 @@ class Checkpointer:
                     return
                 self._wake.clear()
                 self.running = True
+                self.started += 1
                 try:
-                    self._checkpoint(conn)
+                    if self._checkpoint(conn):
+                        self.caught_up = self.started
                 finally:
                     self.running = False
+                    self._completed.set()
                 # Commits during the checkpoint set the event again: the next one runs
                 # after the pause, so a stream of appends costs a checkpoint per pause.
                 # Unless the WAL nears the writer's RESTART: then each runs as soon as
-                # the last is done, copying one or two commits' frames.
-                if self._hurry.is_set():
-                    self._hurry.clear()
-                    continue
-                if self._stop.wait(self.interval_s):
+                # the last is done (a hurry during the pause cuts it short), copying one
+                # or two commits' frames.
+                if not self._hurry.is_set():
+                    self._hurry.wait(self.interval_s)
+                self._hurry.clear()
+                if self._stop.is_set():
                     return
         finally:
             conn.close()
 
-    def _checkpoint(self, conn: apsw.Connection) -> None:
+    def _checkpoint(self, conn: apsw.Connection) -> bool:
+        """A PASSIVE checkpoint: whether it copied every frame of the WAL."""
         t0 = time.perf_counter()
         try:
             log_frames, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
         except apsw.BusyError:  # the writer's own checkpoint is running
             self.busy += 1
-            return
+            return False
         except (apsw.FullError, apsw.IOError) as exc:
             # The frames stay in the WAL (nothing is lost); the writer sees the disk
             # full on its own commits and retries them.
             log.warning("checkpoint_failed", error=type(exc).__name__)
-            return
+            return False
         self.last_ms = (time.perf_counter() - t0) * 1000
         if copied >= log_frames:
             self.checkpoints += 1
-        else:
-            self.busy += 1  # a reader on an older snapshot: the rest next time
+            return True
+        self.busy += 1  # a reader on an older snapshot: the rest next time
+        return False
 
 
 class _Writer(Protocol):
@@ -287,24 +325,43 @@ class WalUpkeep:
         self._idle_checkpoint = False
         pages = self.store.wal_pages
         if self.checkpointer is not None and pages >= CHECKPOINT_MIN_PAGES:
-            # Hurried only below the writer's own RESTART: past it, checkpoints back to
-            # back would hold the checkpoint lock the RESTART needs (readers that keep
-            # a PASSIVE from finishing then let the WAL grow past its bound).
-            self.checkpointer.notify(hurry=CHECKPOINT_HURRY_PAGES <= pages < WAL_CHECKPOINT_PAGES)
+            # Hurried only below the writer's own RESTART (WAL_FORCE_PAGES): past it,
+            # checkpoints back to back would hold the checkpoint lock the RESTART needs
+            # (readers that keep a PASSIVE from finishing then let the WAL grow past
+            # its bound).
+            self.checkpointer.notify(hurry=CHECKPOINT_HURRY_PAGES <= pages < WAL_FORCE_PAGES)
 
-    def check(self, append_waits: bool, step: Callable[..., contextlib.AbstractContextManager[object]]) -> None:
-        """The WAL's bound (a RESTART checkpoint once it holds a quarter of it, on this
-        thread: wal.WalBound), put off while a live append waits (``append_waits``,
-        up to WAL_FORCE_PAGES): it runs after a later commit with none waiting. On a
-        loaded disk it took 30-320 ms. ``step`` times it (StepTimer.step)."""
+    def check(
+        self,
+        append_waits: Callable[[], bool],
+        step: Callable[..., contextlib.AbstractContextManager[object]],
+    ) -> None:
+        """After a commit: the WAL's bound, once it holds a quarter of it.
+
+        With the checkpointer thread, up to WAL_FORCE_PAGES, this thread waits for it to
+        copy every frame (``Checkpointer.catch_up``, at most WAL_CATCH_UP_S, and not
+        while a live append waits: ``append_waits``). A log whose every frame is copied
+        is started over by SQLite itself at the next commit, so nothing is copied or
+        synced on this thread. (The checkpointer alone rarely caught up: with a commit
+        every few ms of a backfill, each of its checkpoints ended with newer frames
+        behind it, and the writer's RESTART took 15-35 ms every 16 MiB of WAL, an
+        append's wait at the 99th percentile.)
+
+        Without it, or past WAL_FORCE_PAGES (readers kept the log from starting over),
+        a RESTART checkpoint on this thread (wal.WalBound), put off while an append
+        waits (up to WAL_FORCE_PAGES). On a loaded disk it took 30-320 ms. ``step``
+        times both (StepTimer.step)."""
         store = self.store
         if not store.wal_due:
             return
         checkpointer = self.checkpointer
-        if store.wal_pages < WAL_FORCE_PAGES and (
-            append_waits or (checkpointer is not None and checkpointer.running)
-        ):
-            return
+        if store.wal_pages < WAL_FORCE_PAGES:
+            if checkpointer is not None:
+                with step("wal_catch_up", pages=store.wal_pages):
+                    checkpointer.catch_up(WAL_CATCH_UP_S, append_waits)
+                return
+            if append_waits():
+                return
         try:
             with step("wal_checkpoint", pages=store.wal_pages):
                 store.check_wal()
