@@ -382,6 +382,9 @@ class Tuning:
     # AGENTSRC_PROJECT_SCAN_INTERVAL: seconds between project scans before their pacing
     # (ingest/project_scan.py).
     project_scan_interval: float | None = None
+    # AGENTSRC_STATE_QUIET_S: seconds a file appended live stays quiet before its
+    # adapter state, stored as JSON meanwhile, is packed (store/cursors.py).
+    state_quiet_s: float | None = None
 
 
 def _count(env: Mapping[str, str], name: str) -> int | None:
@@ -406,6 +409,10 @@ def tuning_from(env: Mapping[str, str]) -> Tuning:
         project_scan = float(env.get("AGENTSRC_PROJECT_SCAN_INTERVAL", "").strip() or "nan")
     except ValueError:
         project_scan = float("nan")
+    try:
+        state_quiet = float(env.get("AGENTSRC_STATE_QUIET_S", "").strip() or "nan")
+    except ValueError:
+        state_quiet = float("nan")
     return Tuning(
         workers=_count(env, "AGENTSRC_WORKERS"),
         worker_min_backlog=_count(env, "AGENTSRC_WORKER_MIN_BACKLOG"),
@@ -420,6 +427,7 @@ def tuning_from(env: Mapping[str, str]) -> Tuning:
         gc_freeze=_switch(env, "AGENTSRC_GC_FREEZE"),
         profile_start=Path(profile) if profile else None,
         project_scan_interval=project_scan if project_scan > 0 else None,
+        state_quiet_s=state_quiet if state_quiet >= 0 else None,
     )
 
 

@@ -238,6 +238,7 @@ class Daemon:
             on_progress=lambda: self.priority.progressed(time.monotonic()),
             sink=sink, search_chunk_ids=self.cfg.tuning.search_chunk_ids,
             reprice_chunk=self.cfg.tuning.reprice_chunk,
+            state_quiet_s=self.cfg.tuning.state_quiet_s,
         )
         scheduler = RoundScheduler(
             self.cfg, self.queue, committer, self.priority, self.progress,
@@ -435,7 +436,8 @@ class Daemon:
         owed = parts.committer.deferred_work()
         stepped = not self.errors.waiting() and (
             parts.committer.search_index_step(self._release_memory)
-            or parts.committer.reprice_step())
+            or parts.committer.reprice_step()
+            or parts.committer.pack_states_step())
         if owed is not None and parts.committer.deferred_work() is None:
             # The deferred work is done: status says live from now on.
             log.info("indexed")
@@ -461,6 +463,10 @@ class Daemon:
             wake_at = min(wake_at, retry)
         if self.errors.waiting():
             wake_at = min(wake_at, self.errors.retry_at)
+        else:
+            quiet_at = self.components.committer.states_quiet_at()
+            if quiet_at is not None:  # a state an append stored as JSON, to be packed
+                wake_at = min(wake_at, quiet_at)
         wake_at = min(wake_at, self.components.committer.wal.truncate_if_idle(self.timer.step))
         measure_at = self.components.store.search_index.measure_due_at()
         if measure_at is not None:  # what the last commits owe the search index's merging
@@ -508,6 +514,7 @@ class Daemon:
         parts = self.components
         # The batch carried and the rounds in the workers' hands: committed too.
         parts.scheduler.flush()
+        parts.committer.pack_states_step(quiet_s=0.0)  # the states appends left as JSON
         parts.watcher.stop()
         self.dir_watch.stop()
         parts.server.stop()

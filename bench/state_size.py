@@ -1,5 +1,6 @@
 """The files' adapter states (``sources.state``) of a store, packed: their bytes as JSON and
 as each candidate packer stores them, the CPU of packing.pack and unpack per state, and
+a commit's save of a state (a live append's, JSON only, against a backfill's, packed),
 the start's SQL (CursorStore.load(states=False, sidecar_adapters=...): the sidecar
 signatures out of the states) on the states raw and packed, at the store's own number of
 sources and with its sources copied up to ``--sources``. Prints sizes and times only.
@@ -138,6 +139,16 @@ def main() -> None:
     ):
         median, largest = _median_us(f, values)
         print(f"  {name:12} median {median:6.1f} us a state, the largest ({max(map(len, states))} B) {largest:7.1f} us")
+    # A commit's save of a state (store/cursors.py, CursorStore.save): dumped, then packed
+    # too unless a live append saves it (STATE_QUIET_S).
+    objects = [orjson.loads(s) for s in states]
+    for name, save in (("save, live", orjson.dumps),
+                       ("save, packed", lambda o: packing.pack(orjson.dumps(o)))):
+        per = [min(timeit.Timer(lambda o=o, f=save: f(o)).repeat(5, 10)) / 10 * 1e6
+               for o in objects]
+        largest = per[max(range(len(states)), key=lambda i: len(states[i]))]
+        print(f"  {name:12} median {statistics.median(per):6.1f} us a state, mean"
+              f" {statistics.fmean(per):6.1f} us, the largest {largest:7.1f} us")
     with tempfile.TemporaryDirectory() as tmp:
         for label, stored_sql, read_sql in (
             ("raw JSON, json_extract(CAST(state AS TEXT))", "unpack(state)", "state"),

@@ -169,3 +169,44 @@ def test_cursors_without_skips_share_one_read_only_mapping(store: Store) -> None
     _save(cursors, a, b)
     again = CursorStore(store.conn).load(states=False)
     assert (again[A].skipped, again[B].skipped) == ({"malformed": 3}, NO_SKIPS)
+
+
+def test_a_live_save_stores_the_state_as_json_until_its_file_is_quiet(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An append's commit stores its file's state as JSON (deflating a real session's
+    state cost more than the rest of the commit); once the file has been quiet for
+    STATE_QUIET_S it is packed, in a transaction of its own. Read back the same either way."""
+    from agentsrc_daemon.store import cursors as cursors_mod
+
+    now = [1000.0]
+    monkeypatch.setattr(cursors_mod.time, "monotonic", lambda: now[0])
+    cursors = store.cursors
+
+    def raw(path: str) -> bytes:
+        (value,) = store.conn.execute(
+            "SELECT state FROM sources WHERE path = ?", (path,)).fetchone()
+        return bytes(value)
+
+    with store.conn:
+        cursors.save(_cursor(A), live=True)
+        cursors.save(_cursor(B))  # a backfill's save: packed at once
+    assert raw(A) == orjson.dumps(STATE) and raw(B)[:1] == PACKED_V1
+    assert cursors.quiet_at() == 1000.0 + cursors_mod.STATE_QUIET_S
+    assert CursorStore(store.conn).load()[A].load_state() == STATE  # JSON reads the same
+    now[0] += cursors_mod.STATE_QUIET_S - 1
+    with store.conn:  # appended again: its quiet time starts over
+        cursors.save(_cursor(A, offset=700), live=True)
+    now[0] += cursors_mod.STATE_QUIET_S - 1
+    assert cursors.pack_quiet_states() == 0 and raw(A) == orjson.dumps(STATE)
+    now[0] += 1
+    assert cursors.pack_quiet_states() == 1
+    assert raw(A)[:1] == PACKED_V1 and cursors.quiet_at() is None
+    loaded = CursorStore(store.conn).load()[A]
+    assert (loaded.offset, loaded.load_state()) == (700, STATE)
+    assert cursors.pack_quiet_states() == 0  # nothing left
+    # A stop packs what is left at once (quiet_s 0).
+    with store.conn:
+        cursors.save(_cursor(B), live=True)
+    assert raw(B) == orjson.dumps(STATE)
+    assert cursors.pack_quiet_states(0.0) == 1 and raw(B)[:1] == PACKED_V1

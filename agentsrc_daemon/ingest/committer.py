@@ -22,6 +22,7 @@ from ..rpc.transport import Hub
 from ..store import Batch, Store
 from ..store import sink as sink_store
 from ..store.connection import STORE_WRITE_ERRORS
+from ..store.cursors import STATE_QUIET_S
 from ..store.search_index import SEARCH_CHUNK_IDS
 from ..store.wal import WalUpkeep
 from .queue import SourceQueue
@@ -101,6 +102,7 @@ class Committer:
         sink: Any = None,
         search_chunk_ids: int | None = None,
         reprice_chunk: int | None = None,
+        state_quiet_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
@@ -114,6 +116,7 @@ class Committer:
         self.sink = sink  # sink.pusher.Pusher when [sink.clickhouse] is configured
         self.search_chunk_ids = search_chunk_ids or SEARCH_CHUNK_IDS
         self.reprice_chunk = reprice_chunk or REPRICE_CHUNK
+        self.state_quiet_s = STATE_QUIET_S if state_quiet_s is None else state_quiet_s
         # A re-price with events left: begun at start (the prices changed) or cut short
         # by a stop; until a step finds nothing left (reprice() sets it again).
         self.repricing = store.reprice_pending()
@@ -131,7 +134,7 @@ class Committer:
             with self.timer.step("commit", events=len(batch.events) + len(batch.rows),
                                  files=len(batch.cursors), what=what):
                 # The WAL's checkpoint after the publish below (WalUpkeep.check).
-                inserted = self.store.commit(batch, check_wal=False)
+                inserted = self.store.commit(batch, check_wal=False, live=what == "appends")
         except STORE_WRITE_ERRORS as exc:
             self._refused(batch, exc)
             return False
@@ -264,6 +267,30 @@ class Committer:
         if not step.more and self._repriced:
             log.info("repriced", events=self._repriced)
         return True
+
+    def pack_states_step(self, quiet_s: float | None = None) -> bool:
+        """When nothing is queued: the adapter states that appends stored as JSON,
+        packed once their files have been quiet for ``quiet_s`` (store/cursors.py;
+        STATE_QUIET_S by default, 0 at a stop). Whether any was."""
+        quiet_s = self.state_quiet_s if quiet_s is None else quiet_s
+        quiet_at = self.store.cursors.quiet_at(quiet_s)
+        if quiet_at is None or quiet_at > time.monotonic():
+            return False  # (asked after every append: no step, no transaction)
+        try:
+            with self.timer.step("pack_states"):
+                packed = self.store.cursors.pack_quiet_states(quiet_s)
+        except STORE_WRITE_ERRORS as exc:  # they stay JSON, read the same: next time
+            delay = self.errors.failed(exc)
+            log.warning("pack_states_failed", error=type(exc).__name__,
+                        retry_in_s=delay, failures=self.errors.count)
+            return False
+        if packed:
+            self.wal.committed()
+        return packed > 0
+
+    def states_quiet_at(self) -> float | None:
+        """When the next state stored as JSON is due to be packed (monotonic)."""
+        return self.store.cursors.quiet_at(self.state_quiet_s)
 
     def reprice(self) -> None:
         """The prices changed (a reload): the re-price has work again."""

@@ -7,6 +7,7 @@ left in the store)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -17,6 +18,13 @@ from ..cursor import NO_SKIPS, SIDECAR_KEY, Cursor
 from . import packing
 from .batch import utc_now
 from .packing import pack
+
+# A state saved by a live append is stored as its JSON, and packed once its file has
+# been quiet this long (CursorStore.pack_quiet_states): deflating a real session's state
+# at every append cost more than the rest of its commit (a Claude Code file's state is
+# 4.3 KB of JSON at the median, 43 KB at most: 110 us on average to pack, against 5 us
+# to dump; docs/performance.md, "A live file's state").
+STATE_QUIET_S = 60.0
 
 # A cursor's row (CursorStore._cursor_of); the state and the sidecar signature are chosen by
 # the query.
@@ -37,6 +45,10 @@ class CursorStore:
         # adapter's name, the mode, the device): SQLite returns a new object per row,
         # and with 20,000 files held those copies were 2.8 MB of the live daemon's RSS.
         self._shared: dict[Any, Any] = {}
+        # Source id -> when its state was last saved as JSON (by a live append), until
+        # pack_quiet_states packs it. A state packed meanwhile (a backfill's save) is
+        # packed again harmlessly (``pack`` leaves a packed value as it is).
+        self.unpacked: dict[int, float] = {}
 
     def load(
         self, *, states: bool = True, sidecar_adapters: Iterable[str] = (), gone: bool = True
@@ -131,6 +143,25 @@ class CursorStore:
         committed = self.load()
         return {p: committed[p] for p in paths if p in committed}
 
+    def quiet_at(self, quiet_s: float = STATE_QUIET_S) -> float | None:
+        """When the earliest state stored as JSON is due to be packed (monotonic), or
+        None when there is none."""
+        return min(self.unpacked.values()) + quiet_s if self.unpacked else None
+
+    def pack_quiet_states(self, quiet_s: float = STATE_QUIET_S) -> int:
+        """The states stored as JSON whose files have been quiet for ``quiet_s`` packed,
+        in one transaction of their own: how many. (0 packs them all: at a stop.)"""
+        now = time.monotonic()
+        quiet = [sid for sid, at in self.unpacked.items() if now - at >= quiet_s]
+        if not quiet:
+            return 0
+        with self.conn:
+            self.conn.executemany("UPDATE sources SET state = pack(state) WHERE id = ?",
+                                  [(sid,) for sid in quiet])
+        for sid in quiet:
+            del self.unpacked[sid]
+        return len(quiet)
+
     def state(self, source_id: int) -> bytes | str | None:
         """One file's adapter state (JSON, unpacked), for a cursor loaded without it."""
         row = self.conn.execute("SELECT state FROM sources WHERE id=?", (source_id,)).fetchone()
@@ -152,16 +183,22 @@ class CursorStore:
         cursor.source_id = sid
         return sid
 
-    def save(self, c: Cursor) -> None:
-        """A cursor saved into its file's row (in the commit's transaction)."""
+    def save(self, c: Cursor, *, live: bool = False) -> None:
+        """A cursor saved into its file's row (in the commit's transaction). ``live``:
+        the commit of an append, whose file is likely to be appended again soon: its
+        state is stored as JSON, and packed once the file is quiet (STATE_QUIET_S)."""
         sid = self.source_id(c)
         # A state that never left the store (a file marked gone, say) is kept as it is;
         # any other is stored packed (store/packing.py: 0.43 of its JSON, measured).
         state = "" if c.state_in_store else " state=?,"
-        values: tuple[Any, ...] = () if c.state_in_store else (
-            pack(orjson.dumps(c.state)) if c.state is not None
-            else packing.repack(c.state_json) if c.state_json else None,
-        )
+        values: tuple[Any, ...] = ()
+        if not c.state_in_store:
+            if live and c.state is not None:
+                values = (orjson.dumps(c.state),)
+                self.unpacked[sid] = time.monotonic()
+            else:
+                values = (pack(orjson.dumps(c.state)) if c.state is not None
+                          else packing.repack(c.state_json) if c.state_json else None,)
         self.conn.execute(
             "UPDATE sources SET adapter=?, mode=?, dev=?, ino=?, size=?, mtime_ns=?, offset=?,"
             f" head_len=?, head_hash=?, skipping=?,{state} generation=?, lines=?, skipped=?,"

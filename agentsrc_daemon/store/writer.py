@@ -187,14 +187,15 @@ class Store:
 
     # ---- the commit --------------------------------------------------------------
 
-    def commit(self, batch: Batch, *, check_wal: bool = True) -> Inserted:
+    def commit(self, batch: Batch, *, check_wal: bool = True, live: bool = False) -> Inserted:
         """Commit a batch in one transaction. Returns what was newly inserted (not
         ignored as already known); ``Inserted.rows()`` shapes it for subscribers.
         A full disk or an I/O error is raised as itself, the transaction rolled back.
         Then the WAL's bound is kept (a checkpoint when due), unless ``check_wal`` is
-        False: the caller runs ``check_wal`` itself."""
+        False: the caller runs ``check_wal`` itself. ``live``: a commit of appends (its
+        files' states are packed later: CursorStore.save)."""
         try:
-            inserted = self._commit(batch)
+            inserted = self._commit(batch, live)
         except apsw.SQLError as exc:
             self._rolled_back()
             # SQLite may roll a transaction back by itself on SQLITE_FULL or SQLITE_IOERR
@@ -220,7 +221,7 @@ class Store:
         for keys in self._keys.values():
             keys.clear()
 
-    def _commit(self, batch: Batch) -> Inserted:
+    def _commit(self, batch: Batch, live: bool = False) -> Inserted:
         if batch.events:
             prepare(batch)
         with self.conn:
@@ -257,7 +258,7 @@ class Store:
                     self.sessions.link_source(session_id, src)
             self._write_drift_and_documents(batch)
             for cursor in batch.cursors.values():
-                self.cursors.save(cursor)
+                self.cursors.save(cursor, live=live)
         return inserted
 
     def _write_drift_and_documents(self, batch: Batch) -> None:
