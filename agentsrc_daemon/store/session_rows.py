@@ -137,7 +137,12 @@ class SessionRows:
             if merged != current:
                 sets.append(f"{name}=?")
                 args.append(merged)
-                known[name] = merged
+                if isinstance(merged, str):
+                    known[name] = merged
+                else:
+                    # A number in a TEXT column is stored as text (its affinity), which
+                    # SQL compares unlike the number: read again when next needed.
+                    del known[name]
         if sets:
             args.append(f.session_id)
             self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", args)
