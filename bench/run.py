@@ -1021,15 +1021,27 @@ def bench_status(args: argparse.Namespace) -> None:
               f" {statistics.median(x[1] for x in xs):.2f} ms")
 
 
+def _ticks(stat: Path) -> int:
+    """utime + stime of a /proc stat file, in clock ticks."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def _task_cpu(pid: int) -> float:
-    """CPU seconds of a live process's threads, in nanoseconds' precision (schedstat)."""
-    total = 0
+    """CPU seconds of a process: its live threads' in nanoseconds' precision (schedstat),
+    and its exited threads' in clock ticks (the process's utime + stime, which keeps
+    theirs, less its live threads'). A sum over the live threads alone lost an exited
+    thread's time, and a difference of two could come out negative."""
+    total_ns = 0
+    live_ticks = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            total += int((task / "schedstat").read_text().split()[0])
+            total_ns += int((task / "schedstat").read_text().split()[0])
+            live_ticks += _ticks(task / "stat")
         except (OSError, ValueError, IndexError):
             continue
-    return total / 1e9
+    exited_ticks = max(0, _ticks(Path(f"/proc/{pid}/stat")) - live_ticks)
+    return total_ns / 1e9 + exited_ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _started_phases(d: Daemon) -> str:
