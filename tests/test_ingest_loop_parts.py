@@ -26,7 +26,7 @@ from agentsrc_daemon.ingest.round import Ingestor
 from agentsrc_daemon.ingest.scheduler import FILE_BUDGET_BYTES, LIVE_BATCH_S, RoundScheduler
 from agentsrc_daemon.ingest.status import StatusBoard
 from agentsrc_daemon.ingest.steps import StepTimer
-from agentsrc_daemon.rpc.transport import Hub
+from agentsrc_daemon.rpc.transport import Hub, Subscriber, Subscription
 from agentsrc_daemon.store import Batch, Reader, Store
 from agentsrc_daemon.store.connection import PAGE_SIZE
 from agentsrc_daemon.store.wal import (
@@ -266,14 +266,57 @@ def test_a_refused_commit_puts_its_files_back_and_waits_longer_each_time(
     assert parts.ingestor.cursors[str(a)].offset == a.stat().st_size
 
 
+def _queued(sub: Subscriber) -> list[dict[str, Any]]:
+    out = []
+    while not sub.queue.empty():
+        out.append(sub.queue.get_nowait())
+    return out
+
+
 def test_committed_events_reach_a_subscriber_once(parts: Parts, tmp_path: Path) -> None:
-    got: list[Any] = []
-    parts.hub.count = lambda: 1  # type: ignore[method-assign]
-    parts.hub.publish = lambda rows: got.extend(rows)  # type: ignore[method-assign]
+    everything = Subscriber(Subscription(None, None, None))
+    parts.hub.add(everything)
     transcript(tmp_path / "home", SID_A, 2)
     parts.queue.reconcile(parts.ingestor, parts.progress)
     parts.scheduler.run_round()
+    got = _queued(everything)
     assert [r["kind"] for r in got].count("prompt") == 2 and len(got) == 2 * 3 - 1
+
+
+def test_only_the_events_some_subscriber_wants_are_built(
+    parts: Parts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With only filtered subscribers the committer builds the JSON of the events they
+    want, not of every event committed (store/batch.py, Inserted.rows)."""
+    from agentsrc_daemon.store import batch as batch_mod
+
+    built: list[str] = []
+    real = batch_mod.event_row_to_json
+
+    def counting(row: Any) -> dict[str, Any]:
+        built.append(row[2])  # its kind
+        return real(row)
+
+    monkeypatch.setattr(batch_mod, "event_row_to_json", counting)
+    prompts = Subscriber(Subscription(None, ["prompt"], None))
+    other_session = Subscriber(Subscription(None, None, "claude:" + SID_B))
+    parts.hub.add(prompts)
+    parts.hub.add(other_session)
+    transcript(tmp_path / "home", SID_A, 2)
+    parts.queue.reconcile(parts.ingestor, parts.progress)
+    parts.scheduler.run_round()
+    assert built == ["prompt", "prompt"]
+    assert [r["kind"] for r in _queued(prompts)] == ["prompt", "prompt"]
+    assert _queued(other_session) == []
+    # One subscriber that takes everything: every event is built, once.
+    everything = Subscriber(Subscription(None, [], None))
+    parts.hub.add(everything)
+    built.clear()
+    transcript(tmp_path / "home", SID_A, 1, start=2)
+    parts.queue.reconcile(parts.ingestor, parts.progress)
+    parts.scheduler.run_round()
+    assert len(built) == len(_queued(everything)) >= 1 and "prompt" in built
+    assert [r["kind"] for r in _queued(prompts)] == ["prompt"]
 
 
 # ---- the WAL's upkeep -------------------------------------------------------------------

@@ -149,7 +149,7 @@ class Committer:
         # in its backlog query, so skipping the rows when nobody listens leaves no gap.
         if inserted and self.hub.count():
             with self.timer.step("publish"):
-                self.hub.publish(inserted.rows())
+                self.hub.publish(inserted.rows(self.hub.wanted()))
         self._after_write()
         index = self.store.search_index
         if index.merge_owed >= SEARCH_MERGE_FORCE_STEPS * index.merge_pages:

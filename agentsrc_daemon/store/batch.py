@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, NamedTuple
@@ -196,12 +196,14 @@ class Inserted:
     def __len__(self) -> int:
         return len(self.events)
 
-    def rows(self) -> list[dict[str, Any]]:
-        """JSON-ready events, for subscribers (built only when someone listens)."""
+    def rows(self, wanted: Callable[[str, str], bool] | None = None) -> list[dict[str, Any]]:
+        """JSON-ready events, for subscribers (built only when someone listens, and with
+        ``wanted``, only those it says some subscriber wants: by kind and session)."""
         return [
             event_row_to_json((eid, r.session_id, r.kind, r.ts, r.turn_id, r.tool, r.call_id,
                                r.subagent_id, r.adapter, r.source_path, r.offset, r.data))
             for eid, r in self.events
+            if wanted is None or wanted(r.kind, r.session_id)
         ]
 
 
