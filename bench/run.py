@@ -715,13 +715,13 @@ def _latency_run(args: argparse.Namespace, home: Path, data: Path | None, code: 
         threads = [threading.Thread(target=writer, args=(i, f)) for i, f in enumerate(files)]
         appends_from = time.time()
         assert d.proc is not None
-        cpu_from = _task_cpu(d.proc.pid)
+        cpu_from = _task_times(d.proc.pid)
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         done.wait(30)
-        cpu = (_task_cpu(d.proc.pid) - cpu_from) / expected * 1e6
+        cpu = _cpu_since(d.proc.pid, cpu_from) / expected * 1e6
         steps = d.slow_steps(since=appends_from)
     finally:
         d.stop()
@@ -783,18 +783,18 @@ def bench_idle(args: argparse.Namespace) -> None:
         time.sleep(2)
         assert d.proc is not None
         # schedstat, not /proc/<pid>/stat: its 10 ms ticks are a third of what is measured.
-        c0, t0 = _task_cpu(d.proc.pid), time.perf_counter()
+        c0, t0 = _task_times(d.proc.pid), time.perf_counter()
         time.sleep(args.seconds)
-        c1, t1 = _task_cpu(d.proc.pid), time.perf_counter()
+        c1, t1 = _cpu_since(d.proc.pid, c0), time.perf_counter()
         status = d.call("status")
         rec = status.get("reconcile", {})
         projects = status.get("projects", {}).get("scan", {})
     finally:
         d.stop()
         shutil.rmtree(base, ignore_errors=True)
-    pct = (c1 - c0) / (t1 - t0) * 100
+    pct = c1 / (t1 - t0) * 100
     print(
-        f"idle: {args.files} files tracked, {args.seconds:.0f} s: CPU {c1 - c0:.3f} s "
+        f"idle: {args.files} files tracked, {args.seconds:.0f} s: CPU {c1:.3f} s "
         f"= {pct:.3f}% of one core"
     )
     if rec:
@@ -890,9 +890,9 @@ def bench_settle(args: argparse.Namespace) -> None:
         time.sleep(max(0.0, 30 - args.window))
         rss["30 s after live"] = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
         st = d.call("status")
-        c0, w0 = _task_cpu(d.proc.pid), time.perf_counter()
+        c0, w0 = _task_times(d.proc.pid), time.perf_counter()
         time.sleep(args.idle)
-        c1, w1 = _task_cpu(d.proc.pid), time.perf_counter()
+        c1, w1 = _cpu_since(d.proc.pid, c0), time.perf_counter()
         peak = d.peak_rss_mb()
     finally:
         d.stop()
@@ -909,8 +909,8 @@ def bench_settle(args: argparse.Namespace) -> None:
             p99 = xs[min(len(xs) - 1, int(len(xs) * 0.99))]
             print(f"    {name:<22} {len(xs):5d} {statistics.median(xs):7.1f} {p99:7.1f}"
                   f" {xs[-1]:7.1f}")
-    pct = (c1 - c0) / (w1 - w0) * 100
-    print(f"  idle over {w1 - w0:.0f} s after that: CPU {c1 - c0:.3f} s = {pct:.3f}% of a core")
+    pct = c1 / (w1 - w0) * 100
+    print(f"  idle over {w1 - w0:.0f} s after that: CPU {c1:.3f} s = {pct:.3f}% of a core")
 
 
 def bench_resident(args: argparse.Namespace) -> None:
@@ -928,9 +928,9 @@ def bench_resident(args: argparse.Namespace) -> None:
         at_live = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
         time.sleep(30)
         after = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
-        c0, w0 = _task_cpu(d.proc.pid), time.perf_counter()
+        c0, w0 = _task_times(d.proc.pid), time.perf_counter()
         time.sleep(args.seconds)
-        c1, w1 = _task_cpu(d.proc.pid), time.perf_counter()
+        c1, w1 = _cpu_since(d.proc.pid, c0), time.perf_counter()
         end = Daemon._status_kb(d.proc.pid, "VmRSS") / 1024
         rec = d.call("status").get("reconcile", {})
     finally:
@@ -939,8 +939,8 @@ def bench_resident(args: argparse.Namespace) -> None:
     print(f"resident: {st['events']:,} events, {st['files']:,} files ({st['files_gone']:,} gone)")
     print(f"  RSS at live {at_live:.1f} MB, 30 s after {after:.1f} MB,"
           f" after {w1 - w0:.0f} s idle {end:.1f} MB")
-    pct = (c1 - c0) / (w1 - w0) * 100
-    print(f"  idle CPU over {w1 - w0:.0f} s: {c1 - c0:.3f} s = {pct:.3f}% of a core")
+    pct = c1 / (w1 - w0) * 100
+    print(f"  idle CPU over {w1 - w0:.0f} s: {c1:.3f} s = {pct:.3f}% of a core")
     if rec:
         print(f"  reconcile: {rec['files']} files, {rec['cpu_ms']:.0f} ms CPU per scan, every "
               f"{rec['interval_s']:.0f} s; {rec['scans']} scans")
@@ -1021,27 +1021,29 @@ def bench_status(args: argparse.Namespace) -> None:
               f" {statistics.median(x[1] for x in xs):.2f} ms")
 
 
-def _ticks(stat: Path) -> int:
-    """utime + stime of a /proc stat file, in clock ticks."""
-    fields = stat.read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+def _task_times(pid: int) -> dict[str, int]:
+    """Each live thread's CPU so far, in nanoseconds (schedstat: /proc/<pid>/stat's 10 ms
+    ticks are a third of what the idle benches measure)."""
+    out: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out[task.name] = int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
 
 
 def _task_cpu(pid: int) -> float:
-    """CPU seconds of a process: its live threads' in nanoseconds' precision (schedstat),
-    and its exited threads' in clock ticks (the process's utime + stime, which keeps
-    theirs, less its live threads'). A sum over the live threads alone lost an exited
-    thread's time, and a difference of two could come out negative."""
-    total_ns = 0
-    live_ticks = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total_ns += int((task / "schedstat").read_text().split()[0])
-            live_ticks += _ticks(task / "stat")
-        except (OSError, ValueError, IndexError):
-            continue
-    exited_ticks = max(0, _ticks(Path(f"/proc/{pid}/stat")) - live_ticks)
-    return total_ns / 1e9 + exited_ticks / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of a live process's threads."""
+    return sum(_task_times(pid).values()) / 1e9
+
+
+def _cpu_since(pid: int, before: dict[str, int]) -> float:
+    """CPU seconds of the process's threads since ``before`` (``_task_times``): a thread
+    born since counts whole; one that exited since is left out (its time after
+    ``before`` is not known), where a difference of two sums went negative."""
+    now = _task_times(pid)
+    return sum(ns - before.get(tid, 0) for tid, ns in now.items()) / 1e9
 
 
 def _started_phases(d: Daemon) -> str:
