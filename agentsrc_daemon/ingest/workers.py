@@ -38,7 +38,7 @@ import structlog  # noqa: E402
 from ..config import Config, Tuning  # noqa: E402
 from ..cursor import Cursor  # noqa: E402
 from ..store import Batch, prepare  # noqa: E402
-from ..system.memory import release_freed_memory  # noqa: E402
+from ..system.memory import HeapTrimmer, release_freed_memory  # noqa: E402
 from . import sources  # noqa: E402
 from .priority import LIVE_BATCH_EVENTS, LIVE_ROUND_BUDGET_BYTES  # noqa: E402
 from .round import FileRound, Ingestor  # noqa: E402
@@ -379,6 +379,9 @@ class BackfillScheduler:
         self.unit_events = cfg.batch_max_events
         self.rounds_here = 0
         self.rounds_in_workers = 0
+        # While the pool runs the daemon's freed heap goes back every so often: it and
+        # the worker together are the backfill's peak (system/memory.py).
+        self.trimmer = HeapTrimmer()
 
     def begin_round(
         self, pending: Collection[str], backlog_bytes: Callable[[], int], ingestor: Ingestor
@@ -418,6 +421,8 @@ class BackfillScheduler:
                 for unit in units:
                     self.ready.pop(unit.path, None)
                 break
+        if committed:
+            self.trimmer.maybe()
         return committed
 
     def _next_commit(self) -> list[WorkerRound]:
