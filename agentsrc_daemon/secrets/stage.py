@@ -324,7 +324,9 @@ def _read_spill(spill_path: str, source_path: str) -> str | None:
         if st.st_size > MAX_SPILL_BYTES:
             log.info("spill_too_large", size=st.st_size)
             return None
-        data = os.read(fd, MAX_SPILL_BYTES)
+        # Its size, not the cap: os.read allocates what it is asked for before it
+        # reads (16 MiB for a file of a few KiB, the worker's largest allocation).
+        data = os.read(fd, st.st_size)
     finally:
         os.close(fd)
     return data.decode("utf-8", errors="replace")
