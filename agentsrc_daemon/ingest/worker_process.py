@@ -16,6 +16,7 @@ worker whose daemon is gone reads the end of its task pipe and exits.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import queue
@@ -120,12 +121,15 @@ class WorkerProcess:
         return True
 
     def _write(self) -> None:
-        with os.fdopen(self._tasks_w, "wb") as out:
+        out = os.fdopen(self._tasks_w, "wb")
+        try:
             while (args := self._outbox.get()) is not None:
-                try:
-                    write_frame(out, args)
-                except OSError:
-                    return  # the worker is gone: the reader sees its pipe's end
+                write_frame(out, args)
+        except OSError:
+            pass  # the worker is gone: the reader sees its pipe's end
+        finally:
+            with contextlib.suppress(OSError):  # a frame left in the buffer: the pipe broke
+                out.close()
 
     def _read(self) -> None:
         with os.fdopen(self._results_r, "rb") as src:
