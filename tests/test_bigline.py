@@ -197,3 +197,47 @@ def test_the_daemon_stores_a_giant_prompt_as_before_and_finds_its_secret(
         ("AWS Access Key", hmac.new(hkey, key.encode(), hashlib.sha256).hexdigest())
     ]
     assert key not in d.log()
+
+
+_HELD_FREED_HEAP = r"""
+import json, os, sys
+from agentsrc_daemon.cursor import Cursor
+from agentsrc_daemon.ingest import tail
+
+path, size = sys.argv[1], int(sys.argv[2])
+def kib(field):
+    with open("/proc/self/status") as fh:
+        return int(fh.read().split(field + ":")[1].split()[0])
+# As after a backfill: a large block freed raises glibc's mmap threshold, so the blocks
+# freed after it stay in the heap, resident (12 MiB of them here).
+big = bytearray(24 << 20)
+del big
+junk = [bytearray(b"j" * (1 << 20)) for _ in range(12)]
+del junk
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")  # VmHWM from here
+base = kib("VmRSS")
+got = []
+tail.read_new_lines(path, Cursor(path, "claude", "jsonl"), got.append,
+                    budget_bytes=1 << 30, max_line_bytes=1 << 30)
+assert len(got) == 1 and len(got[0].obj["message"]["content"]) == size
+print(json.dumps({"base": base, "peak": kib("VmHWM")}))
+"""
+
+
+def test_a_big_line_is_held_on_a_heap_handed_back_first(tmp_path: Path) -> None:
+    """The freed blocks the heap keeps resident are handed back before a big line is
+    held: its parse peaks below what the process held before plus the line's 40 MB
+    string (12 MiB of freed blocks were resident; without the trim the peak was base
+    plus the string and some)."""
+    import subprocess
+    import sys
+
+    size = 40 << 20
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(json.dumps({"type": "user", "message": {"role": "user", "content": "x" * size}})
+                     .encode() + b"\n")
+    out = subprocess.run([sys.executable, "-c", _HELD_FREED_HEAP, str(path), str(size)],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    kib = json.loads(out)
+    assert kib["peak"] - kib["base"] < (size >> 10) - 6 * 1024, kib

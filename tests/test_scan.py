@@ -185,6 +185,31 @@ def test_findings_keep_the_label_of_the_content_they_are_in(scanner: SecretScann
     ]
 
 
+def test_a_huge_text_is_scanned_in_slices_with_little_memory_beside_it(scanner: SecretScanner) -> None:
+    """A 12 MB tool output (a 50 MB line's is scanned beside the line's own string, at
+    the daemon's peak): at most about 3 MB more than the text while it is scanned (4 MiB
+    slices held a slice, its encoding and the engine's copy: 12.9 MB for the 50 MB
+    line), and its secrets found at their lines across the slices."""
+    import tracemalloc
+
+    filler = "x" * 99 + "\n"
+    text = filler * 60_000 + f"k={STRIPE}\n" + filler * 60_000
+    result = Event(key="t1", session_id="codex:s1", kind=TOOL_RESULT, ts=None, adapter="codex",
+                   source_path="/x/rollout.jsonl", offset=0, contents=[("stdout", text)])
+    stage = SecretStage(scanner, ScanConfig())
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        found = stage.process([result])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(e.data["label"], e.data["type"], e.data["line"]) for e in found] == [
+        ("stdout", "Stripe Access Key", 60_001)
+    ]
+    assert peak - base < 3.5 * 1024 * 1024
+
+
 # --------------------------------------------------------------------------- redaction
 
 

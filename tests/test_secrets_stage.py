@@ -94,6 +94,29 @@ def test_spilled_output_is_read_only_inside_the_session_layout(tmp_path: Path) -
     assert stage().process([bad]) == []
 
 
+def test_a_spilled_output_is_read_into_a_buffer_of_its_size(tmp_path: Path) -> None:
+    """A spilled file of 75 KB costs about its size while it is scanned, not the 16 MiB
+    cap (os.read allocates what it is asked for: Claude's subagents' spills were the
+    backfill worker's largest allocation)."""
+    import tracemalloc
+
+    proj = tmp_path / "projects" / "-w"
+    (proj / "abc" / "tool-results").mkdir(parents=True)
+    spill = proj / "abc" / "tool-results" / "toolu_1.txt"
+    spill.write_text("x" * 75_000 + f"\ntoken {FAKE_AWS}\n")
+    result = ev(E.TOOL_RESULT, "t1", contents=[], spill_path=str(spill))
+    result.source_path = str(proj / "abc.jsonl")
+    scan = stage()
+    tracemalloc.start()
+    try:
+        found = scan.process([result])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(e.data["label"], e.data["line"]) for e in found] == [("spilled", 2)]
+    assert peak < 1 << 20
+
+
 def test_output_of_a_call_that_read_several_files_keeps_the_candidate_paths(
     tmp_path: Path,
 ) -> None:

@@ -485,3 +485,28 @@ def test_a_worker_whose_daemon_is_already_gone_exits() -> None:
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_the_freed_heap_is_handed_back_every_half_second_while_the_pool_runs(
+    tmp_path: Path,
+) -> None:
+    """After a collect that committed something, the heap is trimmed once TRIM_EVERY_S
+    has passed since the last trim (a clock stands in for time); a collect with nothing
+    to commit trims nothing."""
+    from agentsrc_daemon.system.memory import TRIM_EVERY_S, HeapTrimmer
+
+    now = [100.0]
+    trims: list[float] = []
+    cfg = load_config(env={"HOME": str(tmp_path)})
+    backfill = BackfillScheduler(cfg, lambda r: True, budget_bytes=1)
+    backfill.trimmer = HeapTrimmer(trim=lambda: trims.append(now[0]), clock=lambda: now[0])
+    pool = backfill.pool = FakePool()  # type: ignore[assignment]
+    rounds = iter([[[_piece(f"/r/{i}.jsonl", 1, 1, more=False)]] for i in range(6)])
+    pool.done = lambda wait=False: next(rounds)  # type: ignore[method-assign]
+    for step in (0.1, TRIM_EVERY_S, 0.1, 0.2, TRIM_EVERY_S):
+        now[0] += step
+        assert backfill.collect()
+    assert trims == pytest.approx([100.0 + 0.1 + TRIM_EVERY_S, 100.0 + 0.1 + 2 * TRIM_EVERY_S + 0.3])
+    pool.done = lambda wait=False: []  # type: ignore[method-assign]
+    now[0] += 10
+    assert not backfill.collect() and len(trims) == 2

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 from .. import lean_imports
 
-# In a spawned worker this module is the first of agentsrc's to import structlog (the
-# pool unpickles its initializer from here): without rich and asyncio, as the daemon's
-# own (lean_imports.py). In the daemon, structlog is already imported and this is a no-op.
+# In a worker process this module is the first of agentsrc's to import structlog (the
+# worker unpickles its initializer from here): without rich and asyncio, as the
+# daemon's own (lean_imports.py). In the daemon, structlog is already imported and
+# this is a no-op.
 lean_imports.import_structlog()
 
 import dataclasses  # noqa: E402
-import multiprocessing  # noqa: E402
 import os  # noqa: E402
-from collections.abc import Callable, Collection  # noqa: E402
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait  # noqa: E402
-from concurrent.futures.process import BrokenProcessPool  # noqa: E402
+from collections.abc import Callable, Collection, Iterator  # noqa: E402
+from concurrent.futures import FIRST_COMPLETED, Future, wait  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -39,10 +38,11 @@ import structlog  # noqa: E402
 from ..config import Config, Tuning  # noqa: E402
 from ..cursor import Cursor  # noqa: E402
 from ..store import Batch, prepare  # noqa: E402
-from ..system.memory import release_freed_memory  # noqa: E402
+from ..system.memory import HeapTrimmer, release_freed_memory  # noqa: E402
 from . import sources  # noqa: E402
 from .priority import LIVE_BATCH_EVENTS, LIVE_ROUND_BUDGET_BYTES  # noqa: E402
 from .round import FileRound, Ingestor  # noqa: E402
+from .worker_process import WorkerProcesses  # noqa: E402
 
 log = structlog.get_logger("agentsrc.workers")
 
@@ -138,16 +138,16 @@ def _exit_with_parent(daemon_pid: int) -> None:
 Piece = tuple[Batch, FileRound, Cursor]
 
 
-def _ingest_round(
+def round_pieces(
     spec: sources.SourceSpec, cursor: Cursor, budget: int, piece_bytes: int, piece_events: int
-) -> list[Piece]:
+) -> Iterator[tuple[Piece, bool]]:
     """One round of ``budget`` bytes, read as pieces of ``piece_bytes`` (or of lines
-    giving ``piece_events`` events), each with the cursor after it: the daemon may
-    commit them one by one (a live append then waits for one piece's commit, not the
-    round's) or together."""
+    giving ``piece_events`` events), each with the cursor after it and whether it is
+    the round's last: the daemon may commit them one by one (a live append then waits
+    for one piece's commit, not the round's) or together. Each is sent on as it is
+    read (worker_process.py), so the worker holds one piece, not the round."""
     assert _worker_ingestor is not None, "worker not initialised"
     _worker_ingestor.cursors = {spec.path: cursor}
-    pieces: list[Piece] = []
     read = 0
     while True:
         batch = Batch()
@@ -156,9 +156,16 @@ def _ingest_round(
         prepare(batch)  # hashing and JSON encoding also happen off the daemon's thread
         read += rnd.bytes
         last = not rnd.more or rnd.deferred or rnd.gone or rnd.bytes == 0 or read >= budget
-        pieces.append((batch, rnd, cursor if last else snapshot(cursor)))
+        yield (batch, rnd, cursor if last else snapshot(cursor)), last
         if last:
-            return pieces
+            return
+
+
+def _ingest_round(
+    spec: sources.SourceSpec, cursor: Cursor, budget: int, piece_bytes: int, piece_events: int
+) -> list[Piece]:
+    """round_pieces' pieces as a list."""
+    return [piece for piece, _ in round_pieces(spec, cursor, budget, piece_bytes, piece_events)]
 
 
 def snapshot(cursor: Cursor) -> Cursor:
@@ -221,12 +228,9 @@ class BackfillPool:
         price: Callable[[Any], None] | None = None,
     ):
         self.size = worker_count(cfg.tuning)
-        self._executor = ProcessPoolExecutor(
-            max_workers=self.size,
-            # spawn, not fork: the daemon has threads (watcher, server) by now.
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker,
-            initargs=(cfg, log_level, json_logs, os.getpid(), price),
+        # New processes, not forks: the daemon has threads (watcher, server) by now.
+        self._processes = WorkerProcesses(
+            self.size, _init_worker, (cfg, log_level, json_logs, os.getpid(), price), round_pieces
         )
         self.in_flight: dict[str, Future[list[Piece]]] = {}
         self.broken = False
@@ -250,10 +254,8 @@ class BackfillPool:
         if self.broken:
             return False
         try:
-            future = self._executor.submit(
-                _ingest_round, spec, cursor, budget, PIECE_BYTES, PIECE_EVENTS
-            )
-        except (BrokenProcessPool, RuntimeError) as exc:
+            future = self._processes.submit(spec, cursor, budget, PIECE_BYTES, PIECE_EVENTS)
+        except RuntimeError as exc:
             self._broke(exc)
             return False
         future.add_done_callback(self._on_finished)
@@ -270,8 +272,8 @@ class BackfillPool:
         return self._finished_total - self._finished_seen
 
     def cancel(self, path: str) -> bool:
-        """Take back a round not yet handed to the executor's pipe (which holds two
-        beyond the one a worker runs): whether it was taken back."""
+        """Take back a round not yet handed to a worker's pipe (which holds the one
+        after the one it reads): whether it was taken back."""
         future = self.in_flight.get(path)
         if future is None or not future.cancel():
             return False
@@ -322,7 +324,7 @@ class BackfillPool:
         self.broken = True
 
     def shutdown(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._processes.shutdown()
 
 
 class BackfillScheduler:
@@ -377,6 +379,9 @@ class BackfillScheduler:
         self.unit_events = cfg.batch_max_events
         self.rounds_here = 0
         self.rounds_in_workers = 0
+        # While the pool runs the daemon's freed heap goes back every so often: it and
+        # the worker together are the backfill's peak (system/memory.py).
+        self.trimmer = HeapTrimmer()
 
     def begin_round(
         self, pending: Collection[str], backlog_bytes: Callable[[], int], ingestor: Ingestor
@@ -416,6 +421,8 @@ class BackfillScheduler:
                 for unit in units:
                     self.ready.pop(unit.path, None)
                 break
+        if committed:
+            self.trimmer.maybe()
         return committed
 
     def _next_commit(self) -> list[WorkerRound]:

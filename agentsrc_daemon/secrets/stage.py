@@ -56,7 +56,10 @@ log = structlog.get_logger("agentsrc.secrets")
 
 MAX_SPILL_BYTES = 16 * 1024 * 1024
 MIN_SCANNED_CHARS = 8  # no detector fires on anything shorter
-SLICE_CHARS = 4 * 1024 * 1024
+# A text over this is scanned in slices: a slice is held with its encoding and the
+# engine's copy beside the text (about 3 MB here; 12.9 MB with slices of 4 MiB, at the
+# daemon's peak, beside a 50 MB line's string: docs/performance.md).
+SLICE_CHARS = 1024 * 1024
 CALL_PATHS_REMEMBERED = 4096
 
 # Events whose stored strings can carry what the model saw or wrote. (Paths in read
@@ -321,7 +324,9 @@ def _read_spill(spill_path: str, source_path: str) -> str | None:
         if st.st_size > MAX_SPILL_BYTES:
             log.info("spill_too_large", size=st.st_size)
             return None
-        data = os.read(fd, MAX_SPILL_BYTES)
+        # Its size, not the cap: os.read allocates what it is asked for before it
+        # reads (16 MiB for a file of a few KiB, the worker's largest allocation).
+        data = os.read(fd, st.st_size)
     finally:
         os.close(fd)
     return data.decode("utf-8", errors="replace")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import time
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -35,6 +37,12 @@ def release_freed_memory() -> bool:
     """Collect garbage, then hand the freed heap pages back to the OS. Returns whether
     the C library could be asked (glibc)."""
     gc.collect()
+    return trim_heap()
+
+
+def trim_heap() -> bool:
+    """The heap's whole free pages handed back to the OS (``malloc_trim(0)``), without
+    a collection first. Returns whether the C library could be asked (glibc)."""
     libc = _libc()
     trim = getattr(libc, "malloc_trim", None) if libc is not None else None
     if trim is None:
@@ -43,6 +51,39 @@ def release_freed_memory() -> bool:
     trim.restype = ctypes.c_int
     trim(0)
     return True
+
+
+# How often a backfill hands its freed heap back (HeapTrimmer): a trim of the daemon's
+# heap costs about a millisecond.
+TRIM_EVERY_S = 0.5
+
+
+class HeapTrimmer:
+    """``trim_heap`` at most every ``every_s``, for a backfill's loop to call after each
+    piece of work. A backfill frees as much as it allocates (batches committed, rounds
+    unpickled, a worker's pieces sent), in sizes that leave whole free pages scattered
+    through the heap, which glibc keeps: the daemon sat 10 MB above what it held while
+    its worker ran beside it, and the two together made the backfill's peak."""
+
+    def __init__(
+        self,
+        every_s: float = TRIM_EVERY_S,
+        trim: Callable[[], object] = trim_heap,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.every_s = every_s
+        self.trim = trim
+        self.clock = clock
+        self._last = clock()
+
+    def maybe(self) -> bool:
+        """Trim if the last trim is ``every_s`` old; whether it did."""
+        now = self.clock()
+        if now - self._last < self.every_s:
+            return False
+        self._last = now
+        self.trim()
+        return True
 
 
 def freeze_heap() -> None:  # after release_freed_memory, which collected
