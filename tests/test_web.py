@@ -554,15 +554,25 @@ def test_the_daemon_down_then_catching_up_then_live(env: Env, page: Any) -> None
     page.goto(env.web.base + "/sessions")
     assert "is not answering" in page.locator("main h1").inner_text()
     assert "not running" in text_of(page, "p.down")
-    # A new daemon on a fresh database reads the whole home again: catching up.
+    # A new daemon on a fresh database reads the whole home again: catching up. The
+    # home is read in a second or two, too quick for the page to be sure to meet that
+    # state, so the loop is held before its first round by the stall fake
+    # (tests/daemon_with_fakes.py, a stand-in: the real daemon, its loop paused while
+    # the file exists) until the page has shown it.
     shutil.rmtree(env.daemon.data_dir)
+    hold = env.daemon.run_dir / "hold-catch-up"
+    hold.touch()
     page.goto(env.web.base + "/")
+    env.daemon.fakes = ["--stall-file", str(hold)]
     env.daemon.start(wait=False)
+    env.daemon.fakes = []
     page.locator("#daemon-state", has_text="catching up").wait_for(timeout=30_000)
     page.reload()
     assert page.locator("#progress-bar").count() == 1
     p = env.call("status")["progress"]
+    assert p["bytes_total"] > 0 and p["bytes_done"] == 0
     assert int(page.locator("#progress-bar").get_attribute("max") or 0) == p["bytes_total"]
+    hold.unlink()
     # Live again, said by the stream without a reload.
     page.locator("#daemon-state", has_text="live").wait_for(timeout=300_000)
     wait_for(lambda: env.call("status")["state"] == "live", timeout=30)
