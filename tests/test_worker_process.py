@@ -45,8 +45,9 @@ def _here(cfg: Any, spec: sources.SourceSpec, budget: int) -> list[workers.Piece
         defer_big_lines=True,
     )
     try:
-        return workers._ingest_round(spec, Cursor(spec.path, "claude-code", sources.JSONL), budget,
-                                     workers.PIECE_BYTES, workers.PIECE_EVENTS)
+        return [p for p, _ in workers.round_pieces(
+            spec, Cursor(spec.path, "claude-code", sources.JSONL), budget,
+            workers.PIECE_BYTES, workers.PIECE_EVENTS)]
     finally:
         workers._worker_ingestor = None
 

@@ -209,9 +209,9 @@ def test_a_round_read_in_pieces_commits_what_the_whole_round_does(
             max_line_bytes=cfg.max_line_bytes, derive=derive, scan=scan, project_root_for=root_for
         )
         try:
-            return workers._ingest_round(
+            return [p for p, _ in workers.round_pieces(
                 s, Cursor(s.path, agent, sources.JSONL), 64 << 20, piece, events
-            )
+            )]
         finally:
             workers._worker_ingestor = None
 

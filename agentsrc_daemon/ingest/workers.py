@@ -161,13 +161,6 @@ def round_pieces(
             return
 
 
-def _ingest_round(
-    spec: sources.SourceSpec, cursor: Cursor, budget: int, piece_bytes: int, piece_events: int
-) -> list[Piece]:
-    """round_pieces' pieces as a list."""
-    return [piece for piece, _ in round_pieces(spec, cursor, budget, piece_bytes, piece_events)]
-
-
 def snapshot(cursor: Cursor) -> Cursor:
     """A copy of the cursor as it is now, for a piece committed before the next is read
     (the state as JSON: decoded only if the daemon reads the file itself next)."""
